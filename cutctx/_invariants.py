@@ -1,0 +1,179 @@
+"""The one place that decides whether a plan is valid for a transcript and budget.
+
+Every ``CompactionPlan`` passes through ``validate_plan`` when it is constructed; rules are checked
+in the contract's order and a violation names the rule, with ids (never content) in details.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ._structure import Structure, require_satisfiable
+from .errors import ValidationError
+from .types import (
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    CompactionBudget,
+    SummarizationRequest,
+    Transcript,
+    TurnAction,
+)
+
+if TYPE_CHECKING:
+    from .types import CompactionPlan
+
+__all__ = ["validate_plan"]
+
+_REMOVED = (Action.DROP, Action.SUMMARIZE)
+
+
+def _fail(rule: str, message: str, **details: object) -> ValidationError:
+    return ValidationError(f"invariant {rule}: {message}", {"rule": rule, **details})
+
+
+def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget) -> None:
+    """Check invariants 0–6 of the contract, in order."""
+    if not isinstance(transcript, Transcript) or not isinstance(budget, CompactionBudget):
+        raise ValidationError("a plan needs the Transcript and CompactionBudget it was made for")
+    _check_fields(plan)
+    structure = Structure.of(transcript, budget)
+    require_satisfiable(transcript, budget, structure)
+    _check_total(plan.actions, transcript)
+    _check_untouchable_kept(plan.actions, structure)
+    _check_exchanges(plan.actions, transcript, structure)
+    _check_groups(plan.actions, plan.summarization_requests, transcript)
+    _check_arithmetic(plan, transcript)
+    if plan.budget_unmet != (plan.tokens_after_estimate > budget.max_tokens):
+        raise _fail("honest_verdict", "budget_unmet must equal tokens_after > max_tokens",
+                    tokens_after_estimate=plan.tokens_after_estimate,
+                    max_tokens=budget.max_tokens, budget_unmet=plan.budget_unmet)
+
+
+def _check_fields(plan: CompactionPlan) -> None:
+    for action in plan.actions:
+        if not isinstance(action, TurnAction):
+            raise ValidationError("actions must be TurnAction values", {"field": "actions"})
+    for request in plan.summarization_requests:
+        if not isinstance(request, SummarizationRequest):
+            raise ValidationError("summarization_requests must be SummarizationRequest values",
+                                  {"field": "summarization_requests"})
+    for name in ("tokens_before", "tokens_after_estimate"):
+        value = getattr(plan, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError(f"{name} must be an int >= 0", {"field": name})
+    for name in ("policy_name", "policy_version"):
+        if not isinstance(getattr(plan, name), str) or not getattr(plan, name):
+            raise ValidationError(f"{name} must be a non-empty str", {"field": name})
+    ratio = plan.estimator_ratio
+    if ratio is not None and (
+        isinstance(ratio, bool) or not isinstance(ratio, int | float) or not math.isfinite(ratio)
+    ):
+        raise ValidationError("estimator_ratio must be None or a finite number",
+                              {"field": "estimator_ratio"})
+    if not isinstance(plan.budget_unmet, bool):
+        raise ValidationError("budget_unmet must be a bool", {"field": "budget_unmet"})
+
+
+def _check_total(actions: tuple[TurnAction, ...], transcript: Transcript) -> None:
+    turns = transcript.turns
+    if len(actions) == len(turns) and all(
+        action.turn_id == turn.turn_id for action, turn in zip(actions, turns, strict=True)
+    ):
+        return
+    planned = [action.turn_id for action in actions]
+    known = set(transcript.turn_ids())
+    counted = set(planned)
+    raise _fail(
+        "total", "actions must name every turn exactly once, in transcript order",
+        unknown_turn_ids=[i for i in planned if i not in known],
+        unplanned_turn_ids=[i for i in transcript.turn_ids() if i not in counted],
+        duplicate_turn_ids=sorted({i for i in planned if planned.count(i) > 1})
+        if len(counted) != len(planned) else [],
+    )
+
+
+def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structure) -> None:
+    bad = [
+        action.turn_id
+        for action, untouchable in zip(actions, structure.untouchable, strict=True)
+        if untouchable and action.action is not Action.KEEP
+    ]
+    if bad:
+        raise _fail("untouchable_kept", "untouchable turns must be KEEP", turn_ids=bad)
+
+
+def _check_exchanges(
+    actions: tuple[TurnAction, ...], transcript: Transcript, structure: Structure
+) -> None:
+    for group in structure.exchanges:
+        if len(group) == 1:
+            continue
+        first = actions[group[0]]
+        removed = first.action in _REMOVED
+        for position in group[1:]:
+            other = actions[position]
+            if removed:
+                same = other.action is first.action and other.summary_group == first.summary_group
+            else:
+                same = other.action not in _REMOVED
+            if not same:
+                raise _fail(
+                    "exchanges_travel_together",
+                    "a tool exchange must be retained whole or removed whole by one action",
+                    tool_call_id=transcript.turns[group[0]].tool_call_id,
+                    turn_ids=[actions[p].turn_id for p in group],
+                )
+
+
+def _check_groups(
+    actions: tuple[TurnAction, ...],
+    requests: tuple[SummarizationRequest, ...],
+    transcript: Transcript,
+) -> None:
+    by_group: dict[str, list[str]] = {}
+    first_position: dict[str, int] = {}
+    for position, action in enumerate(actions):
+        if action.summary_group is not None:
+            by_group.setdefault(action.summary_group, []).append(action.turn_id)
+            first_position.setdefault(action.summary_group, position)
+    request_ids = [request.group_id for request in requests]
+    if len(set(request_ids)) != len(request_ids):
+        raise _fail("groups_match_requests", "group ids must be distinct",
+                    group_ids=request_ids)
+    if set(request_ids) != set(by_group):
+        raise _fail(
+            "groups_match_requests", "the groups named by actions must equal the requests",
+            requests_without_turns=[g for g in request_ids if g not in by_group],
+            groups_without_request=[g for g in by_group if g not in set(request_ids)],
+        )
+    existing = set(transcript.turn_ids())
+    for request in requests:
+        if tuple(by_group[request.group_id]) != request.turn_ids:
+            raise _fail("groups_match_requests",
+                        "a request's turn_ids must equal its group's turns in transcript order",
+                        group_id=request.group_id)
+        if SUMMARY_TURN_ID_PREFIX + request.group_id in existing:
+            raise _fail("groups_match_requests", "summary turn id collides with a turn id",
+                        group_id=request.group_id)
+    positions = [first_position[g] for g in request_ids]
+    if positions != sorted(positions):
+        raise _fail("groups_match_requests",
+                    "requests must be ordered by their group's earliest turn",
+                    group_ids=request_ids)
+
+
+def _check_arithmetic(plan: CompactionPlan, transcript: Transcript) -> None:
+    before = transcript.token_estimate()
+    if plan.tokens_before != before:
+        raise _fail("arithmetic", "tokens_before must equal the transcript total",
+                    tokens_before=plan.tokens_before, transcript_tokens=before)
+    after = sum(r.target_tokens for r in plan.summarization_requests)
+    for action, turn in zip(plan.actions, transcript.turns, strict=True):
+        if action.action is Action.KEEP:
+            after += turn.token_estimate
+        elif action.action is Action.MASK and action.replacement is not None:
+            after += action.replacement.token_estimate
+    if plan.tokens_after_estimate != after:
+        raise _fail("arithmetic", "tokens_after_estimate must equal what the plan retains",
+                    tokens_after_estimate=plan.tokens_after_estimate, expected=after)

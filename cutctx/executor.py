@@ -1,0 +1,132 @@
+"""Applying a plan: the one place a compacted view is produced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .errors import PlanTranscriptMismatch, SummaryMissing, ValidationError
+from .types import (
+    Action,
+    CompactedTranscript,
+    CompactionPlan,
+    CompactionReport,
+    Role,
+    SummarizationRequest,
+    Transcript,
+    TranscriptTurn,
+)
+
+__all__ = ["CompactionExecutor"]
+
+KIND_KEY = "cutctx.kind"
+
+
+class CompactionExecutor:
+    """Applies a plan to the transcript it was made for; never modifies the input.
+
+    Summaries for the plan's requests are supplied by the caller, keyed by group id.
+    """
+
+    def apply(
+        self,
+        transcript: Transcript,
+        plan: CompactionPlan,
+        summaries: Mapping[str, str] | None = None,
+    ) -> CompactedTranscript:
+        summaries = {} if summaries is None else summaries
+        _require_same_turns(transcript, plan)
+        requests = {request.group_id: request for request in plan.summarization_requests}
+        texts = {request.group_id: _summary_text(request, summaries)
+                 for request in plan.summarization_requests}
+        view: list[TranscriptTurn] = []
+        kept: list[str] = []
+        masked: list[str] = []
+        summarized: list[str] = []
+        dropped: list[str] = []
+        for turn, action in zip(transcript.turns, plan.actions, strict=True):
+            kind = action.action
+            if kind is Action.KEEP:
+                view.append(turn)
+                kept.append(turn.turn_id)
+            elif kind is Action.MASK:
+                assert action.replacement is not None
+                view.append(TranscriptTurn(
+                    turn.turn_id, turn.role, action.replacement.content,
+                    action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
+                    MappingProxyType({**turn.metadata, KIND_KEY: "masked"}),
+                ))
+                masked.append(turn.turn_id)
+            elif kind is Action.SUMMARIZE:
+                assert action.summary_group is not None
+                request = requests[action.summary_group]
+                if request.turn_ids[0] == turn.turn_id:
+                    view.append(_summary_turn(request, texts[request.group_id]))
+                summarized.append(turn.turn_id)
+            else:
+                dropped.append(turn.turn_id)
+        report = CompactionReport(
+            plan_hash=plan.plan_hash(),
+            policy_name=plan.policy_name,
+            policy_version=plan.policy_version,
+            tokens_before=plan.tokens_before,
+            tokens_after_estimate=plan.tokens_after_estimate,
+            estimator_ratio=plan.estimator_ratio,
+            budget_unmet=plan.budget_unmet,
+            turns_before=len(transcript.turns),
+            turns_after=len(view),
+            kept_turn_ids=tuple(kept),
+            masked_turn_ids=tuple(masked),
+            summarized_turn_ids=tuple(summarized),
+            dropped_turn_ids=tuple(dropped),
+            summary_turn_ids=tuple(r.summary_turn_id for r in plan.summarization_requests),
+        )
+        return CompactedTranscript(Transcript(tuple(view)), report)
+
+
+def _require_same_turns(transcript: Transcript, plan: CompactionPlan) -> None:
+    planned = [action.turn_id for action in plan.actions]
+    actual = transcript.turn_ids()
+    if len(planned) == len(actual) and all(a == b for a, b in zip(planned, actual, strict=True)):
+        return
+    planned_set = set(planned)
+    actual_set = set(actual)
+    raise PlanTranscriptMismatch(
+        "the plan was made for a different transcript",
+        {
+            "unknown_turn_ids": [i for i in planned if i not in actual_set],
+            "unplanned_turn_ids": [i for i in actual if i not in planned_set],
+            "reordered": planned_set == actual_set,
+        },
+    )
+
+
+def _summary_text(request: SummarizationRequest, summaries: Mapping[str, str]) -> str:
+    text = summaries.get(request.group_id)
+    if text is None:
+        raise SummaryMissing(
+            f"no summary supplied for group {request.group_id}",
+            {
+                "group_id": request.group_id,
+                "turn_ids": list(request.turn_ids),
+                "target_tokens": request.target_tokens,
+                "prompt_id": request.prompt_id,
+            },
+        )
+    if not isinstance(text, str):
+        raise ValidationError("a summary must be a str", {"group_id": request.group_id})
+    return text
+
+
+def _summary_turn(request: SummarizationRequest, text: str) -> TranscriptTurn:
+    return TranscriptTurn(
+        request.summary_turn_id,
+        Role.ASSISTANT,
+        text,
+        request.target_tokens,
+        metadata={
+            KIND_KEY: "summary",
+            "cutctx.summary_group": request.group_id,
+            "cutctx.replaced_turn_count": str(len(request.turn_ids)),
+        },
+    )

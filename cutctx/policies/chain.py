@@ -1,0 +1,178 @@
+"""Run policies in turn over the view the decisions so far would produce."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from .._planning import build_plan
+from .._structure import Structure, require_satisfiable
+from ..errors import ValidationError
+from ..types import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    CompactionPolicy,
+    Role,
+    SummarizationRequest,
+    Transcript,
+    TranscriptTurn,
+    TurnAction,
+)
+from .drop_oldest import DropOldestPolicy
+from .masking import ObservationMaskingPolicy
+from .summarizing import SummarizingPolicy
+
+__all__ = ["PolicyChain", "default_chain"]
+
+_REMOVED = (Action.DROP, Action.SUMMARIZE)
+
+
+@dataclass(slots=True)
+class _Decisions:
+    """The chain's running state: one action per real turn plus the live summary requests."""
+
+    transcript: Transcript
+    actions: list[TurnAction]
+    requests: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def projection(self) -> tuple[Transcript, list[list[int]]]:
+        """The view so far, and for each of its turns the real positions it stands for."""
+        turns: list[TranscriptTurn] = []
+        sources: list[list[int]] = []
+        stand_in_index: dict[str, int] = {}
+        for position, (turn, action) in enumerate(
+            zip(self.transcript.turns, self.actions, strict=True)
+        ):
+            kind = action.action
+            if kind is Action.KEEP:
+                turns.append(turn)
+                sources.append([position])
+            elif kind is Action.MASK:
+                assert action.replacement is not None
+                turns.append(TranscriptTurn(
+                    turn.turn_id, turn.role, action.replacement.content,
+                    action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
+                    MappingProxyType({**turn.metadata, "cutctx.kind": "masked"}),
+                ))
+                sources.append([position])
+            elif kind is Action.SUMMARIZE:
+                group = action.summary_group
+                assert group is not None
+                if group in stand_in_index:
+                    sources[stand_in_index[group]].append(position)
+                else:
+                    stand_in_index[group] = len(turns)
+                    target = self.requests[group][0]
+                    turns.append(TranscriptTurn("summary:" + group, Role.ASSISTANT, "", target))
+                    sources.append([position])
+        return Transcript(tuple(turns)), sources
+
+    def absorb(self, plan: CompactionPlan, sources: list[list[int]]) -> None:
+        """Carry a member's decisions over the projection back to the real turns."""
+        for request in plan.summarization_requests:
+            self.requests[request.group_id] = (request.target_tokens, request.prompt_id)
+        for action, positions in zip(plan.actions, sources, strict=True):
+            if action.action is Action.KEEP:
+                continue
+            if action.action is Action.MASK:
+                if len(positions) == 1 and self.actions[positions[0]].action is not Action.SUMMARIZE:
+                    self.actions[positions[0]] = action
+                continue
+            for position in positions:
+                turn_id = self.transcript.turns[position].turn_id
+                self.actions[position] = TurnAction(turn_id, action.action,
+                                                    summary_group=action.summary_group)
+
+    def escalate(self, structure: Structure) -> None:
+        """Remove whole any exchange left half-removed: DROP wins, else the earliest group."""
+        for members in structure.exchanges:
+            if len(members) == 1:
+                continue
+            kinds = [self.actions[p] for p in members]
+            removed = [a for a in kinds if a.action in _REMOVED]
+            if not removed:
+                continue
+            first = removed[0]
+            if all(a.action is first.action and a.summary_group == first.summary_group
+                   for a in kinds):
+                continue
+            if any(a.action is Action.DROP for a in removed):
+                winner = TurnAction("-", Action.DROP)
+            else:
+                winner = first
+            for position in members:
+                turn_id = self.transcript.turns[position].turn_id
+                self.actions[position] = TurnAction(turn_id, winner.action,
+                                                    summary_group=winner.summary_group)
+
+    def final_requests(self) -> list[SummarizationRequest]:
+        """Requests for the groups still named by actions, ordered by earliest turn."""
+        members: dict[str, list[str]] = {}
+        for action in self.actions:
+            if action.summary_group is not None:
+                members.setdefault(action.summary_group, []).append(action.turn_id)
+        return [
+            SummarizationRequest(group, tuple(ids), *self.requests[group])
+            for group, ids in members.items()
+        ]
+
+
+class PolicyChain:
+    """Runs member policies in order while the projected view is over budget."""
+
+    version = "1.0.0"
+
+    def __init__(self, policies: Iterable[CompactionPolicy]) -> None:
+        members = tuple(policies)
+        if not members:
+            raise ValidationError("a PolicyChain needs at least one policy",
+                                  {"field": "policies"})
+        for index, policy in enumerate(members):
+            if not callable(getattr(policy, "decide", None)) or not hasattr(policy, "name"):
+                raise ValidationError("chain members must be policies with name, version and "
+                                      "decide()", {"index": index})
+        self.policies: tuple[CompactionPolicy, ...] = members
+        self.name = "chain(" + "+".join(f"{p.name}@{p.version}" for p in members) + ")"
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        structure = Structure.of(transcript, budget)
+        require_satisfiable(transcript, budget, structure)
+        state = _Decisions(transcript,
+                           [TurnAction(t.turn_id, Action.KEEP) for t in transcript.turns])
+        projected_total = transcript.token_estimate()
+        ratio: float | None = None
+        for policy in self.policies:
+            if projected_total <= budget.max_tokens:
+                break
+            projection, sources = state.projection()
+            plan = policy.decide(projection, budget)
+            if ratio is None:
+                ratio = plan.estimator_ratio
+            state.absorb(plan, sources)
+            projected_total = plan.tokens_after_estimate
+        state.escalate(structure)
+        return build_plan(transcript, budget, state.actions, state.final_requests(),
+                          policy_name=self.name, policy_version=self.version,
+                          estimator_ratio=ratio)
+
+    def __repr__(self) -> str:
+        return f"PolicyChain({list(self.policies)!r})"
+
+
+def default_chain(
+    *,
+    prompt_id: str,
+    keep_recent_results: int = 2,
+    target_ratio: float = 0.2,
+    min_span_turns: int = 4,
+) -> PolicyChain:
+    """Masking, then summarizing, then drop-oldest."""
+    return PolicyChain([
+        ObservationMaskingPolicy(keep_recent_results),
+        SummarizingPolicy(prompt_id, target_ratio, min_span_turns),
+        DropOldestPolicy(),
+    ])
+
+

@@ -1,0 +1,87 @@
+"""Replace old tool results with a short, content-free stub (observation masking)."""
+
+from __future__ import annotations
+
+from .._canonical import sha256_of
+from .._checks import require_int, require_text
+from .._planning import build_plan, keep_all
+from .._structure import Structure, require_satisfiable
+from ..errors import ValidationError
+from ..estimator import CharRatioEstimator, TokenEstimator
+from ..types import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    Role,
+    Transcript,
+    TranscriptTurn,
+    TurnAction,
+    TurnReplacement,
+)
+
+__all__ = ["DEFAULT_PLACEHOLDER", "ObservationMaskingPolicy"]
+
+DEFAULT_PLACEHOLDER = "[tool result masked by cutctx]"
+
+
+class ObservationMaskingPolicy:
+    """Masks TOOL turns oldest first, sparing the newest ``keep_recent_results`` of them.
+
+    A turn is masked only when its stub is estimated strictly smaller than the turn.
+    """
+
+    name = "observation_masking"
+    version = "1.0.0"
+
+    def __init__(
+        self,
+        keep_recent_results: int = 2,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+        *,
+        estimator: TokenEstimator | None = None,
+    ) -> None:
+        self.keep_recent_results = require_int(keep_recent_results, "keep_recent_results")
+        self.placeholder = require_text(placeholder, "placeholder")
+        if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
+            raise ValidationError("estimator must have an estimate_tokens(text) method",
+                                  {"field": "estimator"})
+        self._default_estimator = estimator is None
+        self.estimator: TokenEstimator = CharRatioEstimator() if estimator is None else estimator
+
+    def stub_for(self, turn: TranscriptTurn) -> str:
+        """The text that replaces a masked turn: placeholder, original size and hash."""
+        return (f"{self.placeholder} (original: {turn.token_estimate} tokens, "
+                f"sha256:{sha256_of(turn.content)})")
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        structure = Structure.of(transcript, budget)
+        require_satisfiable(transcript, budget, structure)
+        actions = keep_all(transcript)
+        turns = transcript.turns
+        tool_positions = [p for p, turn in enumerate(turns) if turn.role is Role.TOOL]
+        spared = self.keep_recent_results
+        candidates = tool_positions[: len(tool_positions) - spared] if spared else tool_positions
+        total = transcript.token_estimate()
+        stubbed = False
+        for position in candidates:
+            if total <= budget.max_tokens:
+                break
+            if structure.untouchable[position]:
+                continue
+            turn = turns[position]
+            stub = self.stub_for(turn)
+            estimate = self.estimator.estimate_tokens(stub)
+            if estimate < turn.token_estimate:
+                stubbed = True
+                actions[position] = TurnAction(turn.turn_id, Action.MASK,
+                                               replacement=TurnReplacement(stub, estimate))
+                total -= turn.token_estimate - estimate
+        ratio = None
+        if stubbed and self._default_estimator and isinstance(self.estimator, CharRatioEstimator):
+            ratio = self.estimator.chars_per_token
+        return build_plan(transcript, budget, actions, (), policy_name=self.name,
+                          policy_version=self.version, estimator_ratio=ratio)
+
+    def __repr__(self) -> str:
+        return (f"ObservationMaskingPolicy(keep_recent_results={self.keep_recent_results}, "
+                f"placeholder={self.placeholder!r}, estimator={self.estimator!r})")

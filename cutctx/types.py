@@ -1,0 +1,363 @@
+"""The engine's values: turns, transcripts, budgets, actions, plans and reports.
+
+All are frozen dataclasses over tuples. A ``CompactionPlan`` is validated against the transcript
+and budget it was made for when it is constructed, so an unvalidated plan cannot exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from ._canonical import dumps_normalized, sha256_text
+from ._checks import require_int, require_text
+from .errors import ValidationError
+
+__all__ = [
+    "EMPTY_METADATA",
+    "SUMMARY_TURN_ID_PREFIX",
+    "Action",
+    "CompactedTranscript",
+    "CompactionBudget",
+    "CompactionPlan",
+    "CompactionPolicy",
+    "CompactionReport",
+    "Role",
+    "SummarizationRequest",
+    "Transcript",
+    "TranscriptTurn",
+    "TurnAction",
+    "TurnReplacement",
+]
+
+SUMMARY_TURN_ID_PREFIX = "summary:"
+EMPTY_METADATA: Mapping[str, str] = MappingProxyType({})
+
+
+class Role(str, Enum):
+    """Who speaks a turn."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Action(str, Enum):
+    """What a plan does to a turn. KEEP and MASK retain it; DROP and SUMMARIZE remove it."""
+
+    KEEP = "keep"
+    MASK = "mask"
+    SUMMARIZE = "summarize"
+    DROP = "drop"
+
+
+def _empty_metadata() -> Mapping[str, str]:
+    return EMPTY_METADATA
+
+
+def _frozen_metadata(metadata: Any) -> Mapping[str, str]:
+    if metadata is EMPTY_METADATA:
+        return metadata
+    if not isinstance(metadata, Mapping):
+        raise ValidationError("metadata must be a str->str mapping", {"field": "metadata"})
+    if not metadata:
+        return EMPTY_METADATA
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValidationError("metadata must map str to str", {"field": "metadata"})
+    return MappingProxyType(dict(metadata))
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptTurn:
+    """One turn of a conversation, with the caller's token estimate."""
+
+    turn_id: str
+    role: Role
+    content: str
+    token_estimate: int
+    tool_call_id: str | None = None
+    pinned: bool = False
+    metadata: Mapping[str, str] = field(default_factory=_empty_metadata)
+
+    def __post_init__(self) -> None:
+        require_text(self.turn_id, "turn_id")
+        if not isinstance(self.role, Role):
+            try:
+                object.__setattr__(self, "role", Role(self.role))
+            except ValueError:
+                raise ValidationError("role must be a Role", {"turn_id": self.turn_id,
+                                                              "field": "role"}) from None
+        if not isinstance(self.content, str):
+            raise ValidationError("content must be a str",
+                                  {"turn_id": self.turn_id, "field": "content"})
+        require_int(self.token_estimate, "token_estimate")
+        if self.tool_call_id is not None:
+            require_text(self.tool_call_id, "tool_call_id")
+        if not isinstance(self.pinned, bool):
+            raise ValidationError("pinned must be a bool",
+                                  {"turn_id": self.turn_id, "field": "pinned"})
+        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+
+    def __hash__(self) -> int:
+        return hash((self.turn_id, self.role, self.content, self.token_estimate,
+                     self.tool_call_id, self.pinned, tuple(sorted(self.metadata.items()))))
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """Turns, oldest first, with unique ids."""
+
+    turns: tuple[TranscriptTurn, ...] = ()
+
+    def __post_init__(self) -> None:
+        turns = tuple(self.turns)
+        seen: set[str] = set()
+        for index, turn in enumerate(turns):
+            if not isinstance(turn, TranscriptTurn):
+                raise ValidationError("turns must be TranscriptTurn values", {"index": index})
+            if turn.turn_id in seen:
+                raise ValidationError("duplicate turn id",
+                                      {"turn_id": turn.turn_id, "index": index})
+            seen.add(turn.turn_id)
+        object.__setattr__(self, "turns", turns)
+
+    def token_estimate(self) -> int:
+        """Sum of the turns' estimates."""
+        return sum(turn.token_estimate for turn in self.turns)
+
+    def turn_ids(self) -> tuple[str, ...]:
+        """The turn ids, in order."""
+        return tuple(turn.turn_id for turn in self.turns)
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionBudget:
+    """The token allowance, and how many of the newest turns no policy may touch."""
+
+    max_tokens: int
+    protected_recent_turns: int = 4
+
+    def __post_init__(self) -> None:
+        require_int(self.max_tokens, "max_tokens")
+        require_int(self.protected_recent_turns, "protected_recent_turns")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReplacement:
+    """The body a MASK puts in place of a turn's content."""
+
+    content: str
+    token_estimate: int
+
+    def __post_init__(self) -> None:
+        require_text(self.content, "replacement.content", non_empty=False)
+        require_int(self.token_estimate, "replacement.token_estimate")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "token_estimate": self.token_estimate}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAction:
+    """The decision for one turn."""
+
+    turn_id: str
+    action: Action
+    summary_group: str | None = None
+    replacement: TurnReplacement | None = None
+
+    def __post_init__(self) -> None:
+        require_text(self.turn_id, "turn_id")
+        if not isinstance(self.action, Action):
+            try:
+                object.__setattr__(self, "action", Action(self.action))
+            except ValueError:
+                raise ValidationError("action must be an Action",
+                                      {"turn_id": self.turn_id, "field": "action"}) from None
+        summarize = self.action is Action.SUMMARIZE
+        if summarize != (self.summary_group is not None):
+            raise ValidationError("summary_group is set exactly when the action is SUMMARIZE",
+                                  {"turn_id": self.turn_id, "action": self.action.value})
+        if summarize:
+            require_text(self.summary_group, "summary_group")
+        mask = self.action is Action.MASK
+        if mask != (self.replacement is not None):
+            raise ValidationError("replacement is set exactly when the action is MASK",
+                                  {"turn_id": self.turn_id, "action": self.action.value})
+        if mask and not isinstance(self.replacement, TurnReplacement):
+            raise ValidationError("replacement must be a TurnReplacement",
+                                  {"turn_id": self.turn_id, "field": "replacement"})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "action": self.action.value,
+            "summary_group": self.summary_group,
+            "replacement": None if self.replacement is None else self.replacement.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizationRequest:
+    """A span of turns the caller must summarize (by a named prompt) before apply."""
+
+    group_id: str
+    turn_ids: tuple[str, ...]
+    target_tokens: int
+    prompt_id: str
+
+    def __post_init__(self) -> None:
+        require_text(self.group_id, "group_id")
+        require_text(self.prompt_id, "prompt_id")
+        if isinstance(self.turn_ids, str):
+            raise ValidationError("turn_ids must be a sequence of ids, not a str",
+                                  {"group_id": self.group_id, "field": "turn_ids"})
+        turn_ids = tuple(self.turn_ids)
+        if not turn_ids:
+            raise ValidationError("turn_ids must not be empty", {"group_id": self.group_id})
+        for turn_id in turn_ids:
+            require_text(turn_id, "turn_ids[]")
+        if len(set(turn_ids)) != len(turn_ids):
+            raise ValidationError("turn_ids must not repeat", {"group_id": self.group_id})
+        object.__setattr__(self, "turn_ids", turn_ids)
+        require_int(self.target_tokens, "target_tokens")
+
+    @property
+    def summary_turn_id(self) -> str:
+        """The id of the turn that will hold this span's summary."""
+        return SUMMARY_TURN_ID_PREFIX + self.group_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "turn_ids": list(self.turn_ids),
+            "target_tokens": self.target_tokens,
+            "prompt_id": self.prompt_id,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """A validated decision for every turn: nothing is done until it is applied."""
+
+    actions: tuple[TurnAction, ...]
+    summarization_requests: tuple[SummarizationRequest, ...] = ()
+    tokens_before: int
+    tokens_after_estimate: int
+    policy_name: str
+    policy_version: str
+    estimator_ratio: float | None = None
+    budget_unmet: bool = False
+    transcript: InitVar[Transcript]
+    budget: InitVar[CompactionBudget]
+    _canonical: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def __post_init__(self, transcript: Transcript, budget: CompactionBudget) -> None:
+        from ._invariants import validate_plan
+
+        object.__setattr__(self, "actions", tuple(self.actions))
+        object.__setattr__(self, "summarization_requests", tuple(self.summarization_requests))
+        validate_plan(self, transcript, budget)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy_name": self.policy_name,
+            "policy_version": self.policy_version,
+            "tokens_before": self.tokens_before,
+            "tokens_after_estimate": self.tokens_after_estimate,
+            "estimator_ratio": _plain_ratio(self.estimator_ratio),
+            "budget_unmet": self.budget_unmet,
+            "actions": [action.to_dict() for action in self.actions],
+            "summarization_requests": [r.to_dict() for r in self.summarization_requests],
+        }
+
+    def canonical_json(self) -> str:
+        """The plan's canonical JSON (computed once; the plan is immutable)."""
+        if not self._canonical:
+            self._canonical.append(dumps_normalized(self.to_dict()))
+        return self._canonical[0]
+
+    def plan_hash(self) -> str:
+        """Hex sha256 of the canonical JSON: what audit logs record."""
+        return sha256_text(self.canonical_json())
+
+    def action_for(self, turn_id: str) -> TurnAction:
+        """The action for one turn id."""
+        for action in self.actions:
+            if action.turn_id == turn_id:
+                return action
+        raise ValidationError("no action for turn id", {"turn_id": turn_id})
+
+
+def _plain_ratio(ratio: float | None) -> float | None:
+    if ratio is None:
+        return None
+    return 0.0 if ratio == 0 else float(ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    """What a plan did, as ids and figures only; every figure is copied from the plan."""
+
+    plan_hash: str
+    policy_name: str
+    policy_version: str
+    tokens_before: int
+    tokens_after_estimate: int
+    estimator_ratio: float | None
+    budget_unmet: bool
+    turns_before: int
+    turns_after: int
+    kept_turn_ids: tuple[str, ...]
+    masked_turn_ids: tuple[str, ...]
+    summarized_turn_ids: tuple[str, ...]
+    dropped_turn_ids: tuple[str, ...]
+    summary_turn_ids: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan_hash": self.plan_hash,
+            "policy_name": self.policy_name,
+            "policy_version": self.policy_version,
+            "tokens_before": self.tokens_before,
+            "tokens_after_estimate": self.tokens_after_estimate,
+            "estimator_ratio": self.estimator_ratio,
+            "budget_unmet": self.budget_unmet,
+            "turns_before": self.turns_before,
+            "turns_after": self.turns_after,
+            "kept_turn_ids": list(self.kept_turn_ids),
+            "masked_turn_ids": list(self.masked_turn_ids),
+            "summarized_turn_ids": list(self.summarized_turn_ids),
+            "dropped_turn_ids": list(self.dropped_turn_ids),
+            "summary_turn_ids": list(self.summary_turn_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedTranscript:
+    """The applied view and its report."""
+
+    transcript: Transcript
+    report: CompactionReport
+
+
+@runtime_checkable
+class CompactionPolicy(Protocol):
+    """Decides a plan for a transcript under a budget."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan: ...
+
