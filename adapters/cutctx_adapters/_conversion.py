@@ -1,0 +1,286 @@
+"""What every provider format shares: plain data, parts, turn ids, exchanges, pins, rendering.
+
+A format's codec splits a provider history into ``Part`` values (one engine turn each) and knows
+how to render a masked part, a summary and the final list. Everything else — ids, exchange
+grouping, pinning, call/result pairing checks, the round trip — lives here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from cutctx import (
+    EMPTY_METADATA,
+    CompactedTranscript,
+    Role,
+    TokenEstimator,
+    Transcript,
+    TranscriptTurn,
+    ValidationError,
+)
+
+__all__ = [
+    "KIND_KEY",
+    "TOOL_NAME_KEY",
+    "Codec",
+    "Conversion",
+    "Part",
+    "PinSpec",
+    "check_call_pairs",
+    "convert",
+    "copy_plain",
+    "invalid",
+    "to_plain",
+]
+
+KIND_KEY = "cutctx.kind"
+"""Metadata key the engine sets on masked and summary turns."""
+TOOL_NAME_KEY = "cutctx.tool"
+"""Metadata key under which a turn records its tool name(s): content-free, for reports."""
+
+PinSpec = Sequence[int] | Callable[[Mapping[str, Any], int], bool] | None
+"""Messages no policy may touch: their indexes, or a predicate ``(message, index) -> bool``."""
+
+Out = TypeVar("Out")
+
+
+def to_plain(value: Any, *, where: str = "history") -> Any:
+    """A fresh plain-JSON copy of ``value``; SDK objects are dumped as the SDK itself sends them.
+
+    The SDKs serialize a pydantic object with ``exclude_unset`` in JSON mode, so a response
+    message appended to a history round-trips to exactly what the SDK would have sent.
+    """
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        exclude = getattr(value, "__api_exclude__", None)
+        return dump(mode="json", exclude_unset=True, exclude=exclude)
+    return copy_plain(value, where)
+
+
+def copy_plain(value: Any, where: str = "history") -> Any:
+    """Copy mappings and lists recursively (strings and numbers are shared, being immutable)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {key: copy_plain(item, where) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [copy_plain(item, where) for item in value]
+    if callable(getattr(value, "model_dump", None)):
+        return to_plain(value, where=where)
+    raise ValidationError(
+        f"{where}: value of type {type(value).__name__} is not JSON data",
+        {"where": where, "type": type(value).__name__, "rule": "json_data"},
+    )
+
+
+def invalid(noun: str, index: int, field: str, rule: str, problem: str,
+            **ids: Any) -> ValidationError:
+    """A ValidationError naming where (``message 3``), the field and the rule; never content."""
+    return ValidationError(
+        f"{noun} {index}: {problem} (field {field!r}, rule {rule})",
+        {"index": index, "field": field, "rule": rule, **ids},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One engine turn's worth of a provider history, and what it renders back to."""
+
+    index: int
+    """Position of the message or item in the caller's list (for errors and pins)."""
+    role: Role
+    text: str
+    """The content as a model reads it; non-text parts as short placeholders."""
+    payload: Any
+    """Plain provider data this turn renders back to when kept."""
+    tokens: int
+    kind: str = "message"
+    calls: tuple[str, ...] = ()
+    """Ids of the tool calls this turn issues."""
+    answers: tuple[str, ...] = ()
+    """Ids of the tool calls this turn answers."""
+    links: tuple[str, ...] = ()
+    """Other keys that must travel together (e.g. a reasoning item and its response)."""
+    label: str | None = None
+    """A short, content-free description (tool name) for reports and the CLI."""
+    sub: int | None = None
+    """Position within its message when a message splits into several turns."""
+
+
+class Codec(Protocol[Out]):
+    """What one provider format fills in; everything else is shared."""
+
+    noun: str
+    """What the format calls one entry of a history: ``message`` or ``item``."""
+    id_prefix: str
+
+    def render_masked(self, part: Part, stub: str) -> Any: ...
+
+    def render_summary(self, text: str, replaced: int) -> Any: ...
+
+    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion(Generic[Out]):
+    """A provider history as a ``Transcript``, with what the way back needs.
+
+    ``render(conv.transcript)`` gives the original history back; ``render(view)`` gives a
+    compacted one, ready to send.
+    """
+
+    transcript: Transcript
+    parts: Mapping[str, Part]
+    codec: Codec[Out] = field(repr=False)
+
+    def render(self, view: Transcript | CompactedTranscript) -> Out:
+        turns = view.transcript.turns if isinstance(view, CompactedTranscript) else view.turns
+        rendered: list[tuple[Part | None, Any]] = []
+        for turn in turns:
+            kind = turn.metadata.get(KIND_KEY)
+            if kind == "summary":
+                replaced = int(turn.metadata.get("cutctx.replaced_turn_count", "0"))
+                rendered.append((None, self.codec.render_summary(turn.content, replaced)))
+                continue
+            part = self.parts.get(turn.turn_id)
+            if part is None:
+                raise ValidationError("the view holds a turn this conversion did not produce",
+                                      {"turn_id": turn.turn_id})
+            if kind == "masked":
+                rendered.append((part, self.codec.render_masked(part, turn.content)))
+            else:
+                rendered.append((part, copy_plain(part.payload)))
+        return self.codec.assemble(rendered)
+
+    def part_for(self, turn_id: str) -> Part:
+        """The part behind a turn id."""
+        return self.parts[turn_id]
+
+
+def convert(
+    codec: Codec[Out],
+    parts: Sequence[Part],
+    messages: Sequence[Mapping[str, Any]],
+    pin: PinSpec = None,
+) -> Conversion[Out]:
+    """Build the transcript: stable ids, exchanges as correlation ids, pins applied."""
+    pinned = _pinned_indexes(pin, messages, codec.noun)
+    correlation = _exchange_ids(parts)
+    turns: list[TranscriptTurn] = []
+    by_id: dict[str, Part] = {}
+    for position, part in enumerate(parts):
+        turn_id = f"{codec.id_prefix}{part.index}"
+        if part.sub is not None:
+            turn_id += f".{part.sub}"
+        by_id[turn_id] = part
+        metadata = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
+        turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
+                                    correlation[position], part.index in pinned, metadata))
+    return Conversion(Transcript(tuple(turns)), by_id, codec)
+
+
+def _pinned_indexes(pin: PinSpec, messages: Sequence[Mapping[str, Any]], noun: str) -> set[int]:
+    if pin is None:
+        return set()
+    if callable(pin):
+        return {index for index, message in enumerate(messages) if pin(message, index)}
+    count = len(messages)
+    out: set[int] = set()
+    for index in pin:
+        if isinstance(index, bool) or not isinstance(index, int) or not -count <= index < count:
+            raise ValidationError(f"pin: {noun} index out of range for a history of {count}",
+                                  {"index": index, "field": "pin", "rule": "pin_index"})
+        out.add(index % count)
+    return out
+
+
+def _exchange_ids(parts: Sequence[Part]) -> list[str | None]:
+    """Union the parts that share a call id or link key; each group of two or more gets an id."""
+    parent = list(range(len(parts)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[str, int] = {}
+    for position, part in enumerate(parts):
+        for key in _keys(part):
+            other = owner.setdefault(key, position)
+            if other != position:
+                a, b = find(other), find(position)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    sizes: dict[int, int] = {}
+    for position in range(len(parts)):
+        root = find(position)
+        sizes[root] = sizes.get(root, 0) + 1
+    names: dict[int, str] = {}
+    out: list[str | None] = []
+    for position, part in enumerate(parts):
+        root = find(position)
+        if sizes[root] < 2:
+            out.append(None)
+            continue
+        if root not in names:
+            names[root] = next(iter(_keys(parts[root])), f"x{root}")
+        out.append(names[root])
+    return out
+
+
+def _keys(part: Part) -> Iterable[str]:
+    yield from part.calls
+    yield from part.answers
+    yield from part.links
+
+
+def check_call_pairs(
+    parts: Sequence[Part],
+    noun: str,
+    call_field: str,
+    answer_field: str,
+    closes: Callable[[Part, int], bool] | None = None,
+) -> None:
+    """Every call issued once and answered exactly once, after it was issued.
+
+    ``closes(part, call_index)`` says whether ``part`` comes too late for calls issued by
+    message ``call_index`` still open (chat: any non-tool message; Anthropic: any part past the
+    next message), which makes those calls unanswered.
+    """
+    issued: set[str] = set()
+    open_calls: dict[str, int] = {}
+    for part in parts:
+        if open_calls and closes is not None:
+            call_id, call_index = next(iter(open_calls.items()))
+            if closes(part, call_index):
+                raise invalid(noun, call_index, call_field, "unanswered_tool_call",
+                              f"tool call has no result before {noun} {part.index}",
+                              call_id=call_id)
+        for call_id in part.answers:
+            if call_id not in open_calls:
+                rule = "duplicated_tool_result" if call_id in issued else "orphaned_tool_result"
+                problem = ("tool call answered twice" if call_id in issued else
+                           "tool result answers no open call issued before it")
+                raise invalid(noun, part.index, answer_field, rule, problem, call_id=call_id)
+            del open_calls[call_id]
+        for call_id in part.calls:
+            if call_id in issued:
+                raise invalid(noun, part.index, call_field, "duplicated_call_id",
+                              "tool call id issued twice", call_id=call_id)
+            issued.add(call_id)
+            open_calls[call_id] = part.index
+    if open_calls:
+        call_id, call_index = next(iter(open_calls.items()))
+        raise invalid(noun, call_index, call_field, "unanswered_tool_call",
+                      "tool call has no result", call_id=call_id)
+
+
+def require_estimator(estimator: TokenEstimator) -> TokenEstimator:
+    """Refuse an estimator without ``estimate_tokens`` up front, with a clear message."""
+    if not callable(getattr(estimator, "estimate_tokens", None)):
+        raise ValidationError("estimator must have an estimate_tokens(text) method",
+                              {"field": "estimator"})
+    return estimator

@@ -1,0 +1,111 @@
+"""Producing the summaries a plan asks for, through a summarizer the caller supplies.
+
+A summarizer is any callable ``(request, turns) -> str`` (or an async one). Failures never lose
+history and never become summary text: they raise ``SummarizationFailed`` naming the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, TypeAlias
+
+from cutctx import CompactionPlan, SummarizationRequest, Transcript, TranscriptTurn
+
+from ._canonical_key import span_key
+from .errors import SummarizationFailed
+
+__all__ = ["AsyncSummarizer", "Summarizer", "afulfil", "fulfil", "span_key"]
+
+Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
+AsyncSummarizer: TypeAlias = Callable[
+    [SummarizationRequest, Sequence[TranscriptTurn]], Awaitable[str]
+]
+SummaryCache: TypeAlias = MutableMapping[str, str]
+
+
+def _turns_for(request: SummarizationRequest, transcript: Transcript) -> list[TranscriptTurn]:
+    wanted = set(request.turn_ids)
+    return [turn for turn in transcript.turns if turn.turn_id in wanted]
+
+
+def _failure(request: SummarizationRequest, cause: BaseException | str) -> SummarizationFailed:
+    name = cause if isinstance(cause, str) else type(cause).__name__
+    return SummarizationFailed(
+        f"summarizing group {request.group_id} failed ({name}); nothing was compacted",
+        {"group_id": request.group_id, "turn_count": len(request.turn_ids),
+         "prompt_id": request.prompt_id, "cause": name},
+    )
+
+
+def _checked(request: SummarizationRequest, text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise _failure(request, "EmptySummary")
+    return text
+
+
+def fulfil(
+    plan: CompactionPlan,
+    transcript: Transcript,
+    summarizer: Summarizer,
+    *,
+    cache: SummaryCache | None = None,
+) -> dict[str, str]:
+    """The ``summaries`` mapping for ``CompactionExecutor.apply``, one request at a time.
+
+    ``cache`` (keyed by span content) makes a span already summarized cost nothing.
+    """
+    summaries: dict[str, str] = {}
+    for request in plan.summarization_requests:
+        turns = _turns_for(request, transcript)
+        key = span_key(request, turns)
+        if cache is not None and key in cache:
+            summaries[request.group_id] = cache[key]
+            continue
+        try:
+            text = summarizer(request, turns)
+        except Exception as exc:
+            raise _failure(request, exc) from exc
+        if inspect.isawaitable(text):
+            _close(text)
+            raise _failure(request, "AsyncSummarizerInSyncPath")
+        summaries[request.group_id] = _checked(request, text)
+        if cache is not None:
+            cache[key] = summaries[request.group_id]
+    return summaries
+
+
+async def afulfil(
+    plan: CompactionPlan,
+    transcript: Transcript,
+    summarizer: Summarizer | AsyncSummarizer,
+    *,
+    cache: SummaryCache | None = None,
+) -> dict[str, str]:
+    """Like ``fulfil``, running independent requests concurrently; sync summarizers work too."""
+
+    async def one(request: SummarizationRequest) -> tuple[str, str]:
+        turns = _turns_for(request, transcript)
+        key = span_key(request, turns)
+        if cache is not None and key in cache:
+            return request.group_id, cache[key]
+        try:
+            text = summarizer(request, turns)
+            if inspect.isawaitable(text):
+                text = await text
+        except Exception as exc:
+            raise _failure(request, exc) from exc
+        checked = _checked(request, text)
+        if cache is not None:
+            cache[key] = checked
+        return request.group_id, checked
+
+    results = await asyncio.gather(*(one(r) for r in plan.summarization_requests))
+    return dict(results)
+
+
+def _close(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()

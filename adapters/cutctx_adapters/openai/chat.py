@@ -1,0 +1,342 @@
+"""OpenAI Chat Completions ``messages`` ↔ ``Transcript``, token counts, and compaction.
+
+One message is one turn. system/developer → SYSTEM, user → USER, assistant → ASSISTANT,
+tool/function → TOOL; an assistant's tool calls and every tool message answering them form one
+exchange. Kept messages render back byte-for-byte (unknown keys included).
+
+>>> history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+>>> conv = to_transcript(history, estimator=_Chars())
+>>> conv.render(conv.transcript) == history
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator
+
+from .._conversion import (
+    Conversion,
+    Part,
+    PinSpec,
+    check_call_pairs,
+    convert,
+    copy_plain,
+    invalid,
+    to_plain,
+)
+from .._estimators import estimator_for
+from .._pipeline import (
+    CompactionResult,
+    Job,
+    OnSummaryError,
+    arun,
+    choose_policy,
+    resolve_budget,
+    run,
+    start,
+)
+from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
+from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
+
+__all__ = [
+    "ChatCodec",
+    "acompact",
+    "compact",
+    "count_tokens",
+    "plan",
+    "to_transcript",
+    "validate",
+]
+
+_ROLES = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "tool": Role.TOOL,
+    "function": Role.TOOL,
+}
+_NOUN = "message"
+SUMMARY_ROLES = ("user", "assistant", "system", "developer")
+SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
+
+
+class _Chars:
+    """A tiny estimator for doctests (4 characters a token)."""
+
+    def estimate_tokens(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+class ChatCodec:
+    """The Chat Completions format: what is specific to it, and nothing else."""
+
+    noun = _NOUN
+    id_prefix = "m"
+
+    def __init__(self, summary_role: str = "user") -> None:
+        if summary_role not in SUMMARY_ROLES:
+            raise invalid("option", 0, "summary_role", "summary_role",
+                          f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
+        self.summary_role = summary_role
+
+    def render_masked(self, part: Part, stub: str) -> Any:
+        payload = copy_plain(part.payload)
+        payload["content"] = stub
+        return payload
+
+    def render_summary(self, text: str, replaced: int) -> Any:
+        return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
+
+    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> list[dict[str, Any]]:
+        return [payload for _, payload in rendered]
+
+
+def _text_of(content: Any, index: int, field: str, *, required: bool) -> str:
+    """The content as a model reads it; non-text parts as placeholders, never their data."""
+    if content is None:
+        if required:
+            raise invalid(_NOUN, index, field, "missing_content", "content is required")
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise invalid(_NOUN, index, field, "content_type",
+                      f"content must be a string or a list of parts, got {type(content).__name__}")
+    pieces: list[str] = []
+    for position, item in enumerate(content):
+        where = f"{field}[{position}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
+            raise invalid(_NOUN, index, where, "part_type", "a content part needs a string 'type'")
+        kind = item["type"]
+        if kind in ("text", "refusal"):
+            value = item.get(kind)
+            if not isinstance(value, str):
+                raise invalid(_NOUN, index, f"{where}.{kind}", "part_text",
+                              f"a {kind} part needs a string {kind!r}")
+            pieces.append(value)
+        else:
+            pieces.append(f"[{kind}]")
+    return "\n".join(pieces)
+
+
+def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], list[str], str]:
+    """The call ids, tool names and a text rendering of an assistant's tool calls."""
+    calls = message.get("tool_calls")
+    if calls is None:
+        return (), [], ""
+    if not isinstance(calls, list) or not calls:
+        raise invalid(_NOUN, index, "tool_calls", "tool_calls_type",
+                      "tool_calls must be a non-empty list")
+    ids: list[str] = []
+    names: list[str] = []
+    lines: list[str] = []
+    for position, call in enumerate(calls):
+        where = f"tool_calls[{position}]"
+        if not isinstance(call, Mapping):
+            raise invalid(_NOUN, index, where, "tool_call_type", "a tool call must be an object")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise invalid(_NOUN, index, f"{where}.id", "missing_id", "a tool call needs an id")
+        body = call.get("function") if call.get("type", "function") == "function" else None
+        if body is None:
+            body = call.get(str(call.get("type")))
+        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
+            raise invalid(_NOUN, index, f"{where}.function.name", "missing_name",
+                          "a tool call needs a function name")
+        arguments = body.get("arguments", body.get("input", ""))
+        if not isinstance(arguments, str):
+            raise invalid(_NOUN, index, f"{where}.function.arguments", "arguments_type",
+                          "tool call arguments must be a JSON string")
+        ids.append(call_id)
+        names.append(body["name"])
+        lines.append(f"[tool call {body['name']}: {arguments}]")
+    return tuple(ids), names, "\n".join(lines)
+
+
+def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> list[Part]:
+    parts: list[Part] = []
+    tool_names: dict[str, str] = {}
+    last_function_call: int | None = None
+    last_caller = -1
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
+        role_name = message.get("role")
+        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+        if role is None:
+            raise invalid(_NOUN, index, "role", "unknown_role",
+                          "role must be system, developer, user, assistant, tool or function")
+        tokens = message_tokens(message, estimator)  # type: ignore[arg-type]
+        links: tuple[str, ...] = ()
+        calls: tuple[str, ...] = ()
+        answers: tuple[str, ...] = ()
+        label: str | None = None
+        kind = role_name
+        if role_name == "assistant":
+            call_ids, names, call_text = _calls_of(message, index)
+            # Chat pairs results with the calls just before them, and agents do reuse ids
+            # across turns, so a call is keyed by the message that issued it.
+            calls = tuple(f"{index}:{call_id}" for call_id in call_ids)
+            tool_names.update(zip(calls, names, strict=True))
+            if calls:
+                last_caller = index
+            function_call = message.get("function_call")
+            if isinstance(function_call, Mapping) and isinstance(function_call.get("name"), str):
+                links = (f"function:{index}",)
+                last_function_call = index
+                names = [*names, function_call["name"]]
+                call_text += f"\n[function call {function_call['name']}: " \
+                             f"{function_call.get('arguments', '')}]"
+            elif function_call is not None:
+                raise invalid(_NOUN, index, "function_call", "missing_name",
+                              "function_call needs a name")
+            has_other = bool(calls or links or message.get("refusal") or message.get("audio"))
+            text = _text_of(message.get("content"), index, "content", required=not has_other)
+            if message.get("content") is None and isinstance(message.get("refusal"), str):
+                text = message["refusal"]
+            text = "\n".join(piece for piece in (text, call_text.strip()) if piece)
+            label = ", ".join(names) or None
+        elif role_name == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise invalid(_NOUN, index, "tool_call_id", "missing_id",
+                              "a tool message needs a tool_call_id")
+            answers = (f"{last_caller}:{call_id}",)
+            label = tool_names.get(answers[0])
+            text = _text_of(message.get("content"), index, "content", required=True)
+        elif role_name == "function":
+            if not isinstance(message.get("name"), str):
+                raise invalid(_NOUN, index, "name", "missing_name",
+                              "a function message needs a name")
+            if last_function_call is None:
+                raise invalid(_NOUN, index, "name", "orphaned_tool_result",
+                              "function message answers no earlier function_call")
+            links = (f"function:{last_function_call}",)
+            last_function_call = None
+            label = message["name"]
+            text = _text_of(message.get("content"), index, "content", required=False)
+        else:
+            text = _text_of(message.get("content"), index, "content", required=True)
+        parts.append(Part(index, role, text, message, tokens, kind, calls, answers, links,
+                          label))
+    check_call_pairs(parts, _NOUN, "tool_calls", "tool_call_id",
+                     closes=lambda part, _call_index: part.kind != "tool")
+    return parts
+
+
+def _plain_messages(messages: Sequence[Any]) -> list[Any]:
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
+    return [to_plain(message, where=f"{_NOUN} {index}") for index, message in enumerate(messages)]
+
+
+def to_transcript(
+    messages: Sequence[Any],
+    *,
+    model: str | None = None,
+    estimator: TokenEstimator | None = None,
+    pin: PinSpec = None,
+    summary_role: str = "user",
+) -> Conversion[list[dict[str, Any]]]:
+    """Convert a Chat Completions history (dicts or SDK objects); validates it on the way."""
+    plain = _plain_messages(messages)
+    parts = _parts(plain, estimator or estimator_for(model))
+    return convert(ChatCodec(summary_role), parts, plain, pin)
+
+
+def validate(messages: Sequence[Any]) -> None:
+    """Raise ``cutctx.ValidationError`` if the API would reject these messages' structure."""
+    _parts(_plain_messages(messages), _ZERO)
+
+
+class _Zero:
+    def estimate_tokens(self, text: str) -> int:
+        return 0
+
+
+_ZERO = _Zero()
+
+
+def count_tokens(
+    messages: Sequence[Any],
+    *,
+    model: str | None = "gpt-4o",
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    estimator: TokenEstimator | None = None,
+) -> int:
+    """The request's prompt tokens: every message, the reply priming and the tool definitions."""
+    counter = estimator or estimator_for(model)
+    conv = to_transcript(messages, estimator=counter)
+    return conv.transcript.token_estimate() + overhead_tokens(tools, counter)
+
+
+def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenEstimator) -> int:
+    """Tokens of a request outside its messages: reply priming plus tool definitions."""
+    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
+    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools, estimator)  # type: ignore[arg-type]
+
+
+def plan(
+    messages: Sequence[Any],
+    *,
+    model: str | None = "gpt-4o",
+    budget: int | CompactionBudget,
+    summarizer: object | None = None,
+    policy: CompactionPolicy | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    pin: PinSpec = None,
+    keep_recent: int = 4,
+    keep_recent_results: int = 2,
+    on_summary_error: OnSummaryError = "raise",
+    estimator: TokenEstimator | None = None,
+    summary_role: str = "user",
+) -> Job:
+    """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result."""
+    counter = estimator or estimator_for(model)
+    conv = to_transcript(messages, estimator=counter, pin=pin, summary_role=summary_role)
+    overhead = overhead_tokens(tools, counter)
+    return start(
+        conv,
+        resolve_budget(budget, overhead, keep_recent),
+        choose_policy(policy, summarizer, keep_recent_results=keep_recent_results),
+        overhead=overhead,
+        result_fields=lambda rendered: {"messages": rendered},
+        on_summary_error=on_summary_error,
+    )
+
+
+def compact(
+    messages: Sequence[Any],
+    *,
+    budget: int | CompactionBudget,
+    model: str | None = "gpt-4o",
+    summarizer: Summarizer | None = None,
+    summary_cache: SummaryCache | None = None,
+    **options: Any,
+) -> CompactionResult:
+    """Compact a Chat Completions history to ``budget`` prompt tokens.
+
+    Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
+    one, the default chain also folds a span into a summary. See ``plan`` for the options.
+    """
+    job = plan(messages, model=model, budget=budget, summarizer=summarizer, **options)
+    return run(job, summarizer, summary_cache)
+
+
+async def acompact(
+    messages: Sequence[Any],
+    *,
+    budget: int | CompactionBudget,
+    model: str | None = "gpt-4o",
+    summarizer: Summarizer | AsyncSummarizer | None = None,
+    summary_cache: SummaryCache | None = None,
+    **options: Any,
+) -> CompactionResult:
+    """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
+    job = plan(messages, model=model, budget=budget, summarizer=summarizer, **options)
+    return await arun(job, summarizer, summary_cache)
+
