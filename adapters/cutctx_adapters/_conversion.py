@@ -107,6 +107,8 @@ class Part:
     """A short, content-free description (tool name) for reports and the CLI."""
     sub: int | None = None
     """Position within its message when a message splits into several turns."""
+    turn_id: str | None = None
+    """An explicit id for parts outside the message list (e.g. system blocks)."""
 
 
 class Codec(Protocol[Out]):
@@ -171,8 +173,8 @@ def convert(
     turns: list[TranscriptTurn] = []
     by_id: dict[str, Part] = {}
     for position, part in enumerate(parts):
-        turn_id = f"{codec.id_prefix}{part.index}"
-        if part.sub is not None:
+        turn_id = part.turn_id or f"{codec.id_prefix}{part.index}"
+        if part.sub is not None and part.turn_id is None:
             turn_id += f".{part.sub}"
         by_id[turn_id] = part
         metadata = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
