@@ -63,6 +63,8 @@ class CompactionResult:
     instructions: Any = None
     input: list[dict[str, Any]] | None = None
     summarization_fallback: bool = False
+    rendered: Any = field(default=None, repr=False)
+    """The format's own rendering (what ``conversion.render(view)`` returned)."""
 
     @property
     def compacted(self) -> bool:
@@ -147,6 +149,7 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         conversion=job.conversion,
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
+        rendered=rendered,
         **job.result_fields(rendered),
     )
 

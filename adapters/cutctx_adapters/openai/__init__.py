@@ -9,5 +9,7 @@ require("openai", "openai")
 require("tiktoken", "openai")
 
 from . import chat  # noqa: E402
+from .client import CompactingOpenAI  # noqa: E402
+from .summarizer import OpenAISummarizer  # noqa: E402
 
-__all__ = ["chat"]
+__all__ = ["CompactingOpenAI", "OpenAISummarizer", "chat"]

@@ -28,6 +28,7 @@ from .._conversion import (
     to_plain,
 )
 from .._estimators import estimator_for
+from .._session import HistoryFormat, given
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -42,6 +43,7 @@ from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 __all__ = [
+    "FORMAT",
     "ChatCodec",
     "acompact",
     "compact",
@@ -340,3 +342,24 @@ async def acompact(
     job = plan(messages, model=model, budget=budget, summarizer=summarizer, **options)
     return await arun(job, summarizer, summary_cache)
 
+
+
+def _output_allowance(request: Mapping[str, Any]) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = given(request.get(key))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+FORMAT = HistoryFormat(
+    name="openai-chat",
+    list_key="messages",
+    side_key=None,
+    to_transcript=lambda items, _side, estimator, pin: to_transcript(
+        items, estimator=estimator, pin=pin),
+    split=lambda rendered: (None, rendered),
+    overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
+    output_allowance=_output_allowance,
+)
+"""How Chat Completions requests carry their history (for sessions and the client wrapper)."""

@@ -1,0 +1,389 @@
+"""Sticky compaction: reuse the last compacted view while a history only grows.
+
+Agents resend their whole history on every call, and providers serve the part of a request that
+repeats the previous one from their prompt cache. So a call whose history *extends* one seen
+before is answered with the earlier view, byte for byte, plus the new messages; compaction runs
+again only when that goes over the trigger, and then down to the target. The prefix the provider
+sees therefore changes only at compaction events. State is keyed by content, bounded, and safe
+under threads and concurrent asyncio calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactionPolicy,
+    CompactionReport,
+    TokenEstimator,
+    ValidationError,
+)
+
+from ._canonical_key import content_key
+from ._conversion import Conversion, PinSpec, copy_plain, to_plain
+from ._estimators import estimator_for
+from ._pipeline import (
+    CompactionResult,
+    Job,
+    OnSummaryError,
+    choose_policy,
+    resolve_budget,
+    start,
+)
+from ._pipeline import arun as _arun
+from ._pipeline import run as _run
+from ._windows import context_window
+from .fulfil import AsyncSummarizer, Summarizer
+
+__all__ = [
+    "CallReport",
+    "given",
+    "CompactionSession",
+    "Decision",
+    "HistoryFormat",
+    "Prepared",
+]
+
+Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
+
+
+def given(value: Any) -> Any:
+    """``value``, or None for the SDKs' "not given" sentinels (``NOT_GIVEN``, ``omit``)."""
+    return None if type(value).__name__ in ("NotGiven", "Omit") else value
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFormat:
+    """How a request of one API carries its history: what a session needs from a format."""
+
+    name: str
+    list_key: str
+    """The request field holding the list that grows by appending (messages, input)."""
+    side_key: str | None
+    """A request field converted with it (system, instructions), or None."""
+    to_transcript: Callable[[Any, Any, TokenEstimator, PinSpec], Conversion[Any]]
+    """(items, side value, estimator, pin) -> Conversion."""
+    split: Callable[[Any], tuple[Any, list[dict[str, Any]]]]
+    """Rendered output -> (side value, items)."""
+    overhead: Callable[[Mapping[str, Any], TokenEstimator], int]
+    """Prompt tokens outside the history: tool definitions, priming."""
+    output_allowance: Callable[[Mapping[str, Any]], int | None]
+    """Tokens the request reserves for the reply, if it says."""
+    unsupported: Callable[[Mapping[str, Any]], str | None] = lambda request: None
+    """Why a request's history cannot be compacted here (server-held history), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallReport:
+    """What happened to one request's history, and why; ids and figures only."""
+
+    decision: Decision
+    reason: str
+    format: str
+    model: str | None
+    prompt_budget: int | None = None
+    trigger_tokens: int | None = None
+    target_tokens: int | None = None
+    tokens_in: int | None = None
+    """Estimated prompt tokens of the history as given."""
+    tokens_sent: int | None = None
+    """Estimated prompt tokens of what was sent."""
+    reused_items: int = 0
+    """Leading items sent exactly as in the previous view (the cached prefix)."""
+    compaction: CompactionReport | None = None
+    summarization_fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request ready to send, and the report of what was done to it."""
+
+    request: dict[str, Any]
+    report: CallReport
+
+
+@dataclass(slots=True)
+class _View:
+    items: tuple[dict[str, Any], ...]
+    side: Any
+    size: int
+
+
+class _ViewStore:
+    """LRU of compacted views keyed by the chained hash of the history they answered."""
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self._entries: OrderedDict[str, _View] = OrderedDict()
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def longest_prefix(self, chain: Sequence[str]) -> tuple[int, _View] | None:
+        with self._lock:
+            for length in range(len(chain), 0, -1):
+                view = self._entries.get(chain[length - 1])
+                if view is not None:
+                    self._entries.move_to_end(chain[length - 1])
+                    return length, view
+        return None
+
+    def put(self, key: str, view: _View) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+            self._entries[key] = view
+            self._bytes += view.size
+            while self._entries and (len(self._entries) > self._max_entries
+                                     or self._bytes > self._max_bytes):
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.size
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _LruDict(OrderedDict[str, str]):
+    """A bounded, locked mapping for summaries keyed by span content."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key: str) -> str:
+        with self._lock:
+            value = super().__getitem__(key)
+            self.move_to_end(key)
+            return value
+
+    def __setitem__(self, key: str, value: str) -> None:
+        with self._lock:
+            super().__setitem__(key, value)
+            while len(self) > self._limit:
+                self.popitem(last=False)
+
+
+def _fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a fraction of the budget or a token count",
+                              {"field": name})
+    if isinstance(value, float) and 0 < value <= 1:
+        return int(budget * value)
+    if isinstance(value, int) and value >= 0:
+        return min(value, budget)
+    raise ValidationError(f"{name} must be a float in (0, 1] or an int >= 0", {"field": name})
+
+
+def _chain(items: Sequence[dict[str, Any]], seed: str) -> list[str]:
+    """Hash of every prefix: equal content gives equal keys, whatever objects carried it."""
+    keys: list[str] = []
+    running = seed
+    for item in items:
+        running = hashlib.sha256((running + content_key(item)).encode()).hexdigest()
+        keys.append(running)
+    return keys
+
+
+def _size(items: Sequence[dict[str, Any]]) -> int:
+    """Rough bytes held by a view: the length of its text values."""
+    total = 0
+    stack: list[Any] = list(items)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        else:
+            total += 8
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One call's decision before any summarizer runs."""
+
+    request: dict[str, Any]
+    chain: list[str]
+    decision: Decision
+    reason: str
+    report: CallReport
+    job: Job | None = None
+    reused: int = 0
+
+
+@dataclass
+class CompactionSession:
+    """Compacts requests of one format, with hysteresis and (by default) sticky views.
+
+    Budget = the model's context window − the reply allowance; nothing happens below
+    ``trigger`` (fraction of the budget, or tokens); over it, compaction goes down to ``target``.
+    """
+
+    format: HistoryFormat
+    model: str | None = None
+    window: int | None = None
+    windows: Mapping[str, int] | None = None
+    trigger: float | int = 0.9
+    target: float | int = 0.6
+    reserve: int = 4096
+    policy: CompactionPolicy | None = None
+    summarizer: Summarizer | AsyncSummarizer | None = None
+    keep_recent: int = 4
+    keep_recent_results: int = 2
+    pin: PinSpec = None
+    on_summary_error: OnSummaryError = "raise"
+    estimator: TokenEstimator | None = None
+    sticky: bool = True
+    max_views: int = 64
+    max_view_bytes: int = 64 * 1024 * 1024
+    summary_cache_size: int = 1024
+    _views: _ViewStore = field(init=False, repr=False)
+    _summaries: _LruDict = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._views = _ViewStore(self.max_views, self.max_view_bytes)
+        self._summaries = _LruDict(self.summary_cache_size)
+        choose_policy(self.policy, self.summarizer)  # refuse a bad policy now, not mid-call
+
+    def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
+        """The request to send (history compacted if needed) and its report."""
+        planned = self._plan({**(request or {}), **fields})
+        if planned.job is None:
+            return Prepared(planned.request, planned.report)
+        return self._finish(planned, _run(planned.job, self.summarizer, self._summaries))
+
+    async def aprepare(self, request: Mapping[str, Any] | None = None,
+                       **fields: Any) -> Prepared:
+        """``prepare`` with an async summarizer (summaries requested concurrently)."""
+        planned = self._plan({**(request or {}), **fields})
+        if planned.job is None:
+            return Prepared(planned.request, planned.report)
+        return self._finish(planned, await _arun(planned.job, self.summarizer, self._summaries))
+
+    @property
+    def stored_views(self) -> int:
+        """How many compacted views the session holds."""
+        return len(self._views)
+
+    def _budget(self, request: Mapping[str, Any], model: str | None) -> int:
+        window = self.window or context_window(model, self.windows)
+        if window is None:
+            raise ValidationError(
+                f"unknown context window for model {model!r}: pass window= (or windows=)",
+                {"model": model, "field": "window"})
+        allowance = self.format.output_allowance(request)
+        return max(0, window - (self.reserve if allowance is None else allowance))
+
+    def _plan(self, request: dict[str, Any]) -> _Plan:
+        fmt = self.format
+        model = request.get("model", self.model)
+        if not isinstance(model, str | None):
+            model = str(model)
+        why_not = fmt.unsupported(request)
+        if why_not is not None or fmt.list_key not in request:
+            reason = why_not or f"the request has no {fmt.list_key!r}"
+            return _Plan(request, [], "not_possible", reason,
+                         CallReport("not_possible", reason, fmt.name, model))
+        estimator = self.estimator or estimator_for(model)
+        items = request[fmt.list_key]
+        side = request.get(fmt.side_key) if fmt.side_key else None
+        if isinstance(items, str):
+            plain: list[dict[str, Any]] = []
+            conv = fmt.to_transcript(items, side, estimator, self.pin)
+        else:
+            plain = [to_plain(item, where=f"{fmt.list_key}[{i}]") for i, item in enumerate(items)]
+            conv = fmt.to_transcript(plain, side, estimator, self.pin)
+        overhead = fmt.overhead(request, estimator)
+        budget = self._budget(request, model)
+        trigger = _fraction_or_tokens(self.trigger, budget, "trigger")
+        target = _fraction_or_tokens(self.target, budget, "target")
+        base = CallReport("unchanged", "", fmt.name, model, budget, trigger, target,
+                          conv.transcript.token_estimate() + overhead)
+        seed = content_key([fmt.name, to_plain(side)])
+        chain = _chain(plain, seed) if self.sticky and plain else []
+        found = self._views.longest_prefix(chain) if chain else None
+        if found is not None:
+            length, view = found
+            candidate = [*view.items, *plain[length:]]
+            conv = fmt.to_transcript(candidate, view.side, estimator, self.pin)
+            appended = len(plain) - length
+            decision: Decision = "appended" if appended else "reused"
+            reason = (f"history extends a known one by {appended} item(s); "
+                      f"earlier view reused") if appended else "same history as a known one"
+            reused = len(view.items)
+        else:
+            decision, reason, reused = "unchanged", "no earlier view of this history", 0
+        total = conv.transcript.token_estimate() + overhead
+        if total <= trigger:
+            report = replace(base, decision=decision, tokens_sent=total, reused_items=reused,
+                             reason=f"{reason}; {total} tokens <= trigger {trigger}")
+            if found is not None:  # an uncompacted history needs no view: it is its own
+                self._remember(chain, candidate, view.side)
+                request = self._with(request, view.side, copy_plain(candidate))
+            return _Plan(request, chain, decision, reason, report)
+        policy = choose_policy(self.policy, self.summarizer,
+                               keep_recent_results=self.keep_recent_results)
+        goal = target
+        try:
+            job = self._start(conv, target, overhead, policy)
+        except BudgetUnsatisfiable:
+            # The newest turns alone exceed the target: aim for the whole budget instead.
+            goal = budget
+            job = self._start(conv, budget, overhead, policy)
+        decision = "recompacted" if found is not None else "compacted"
+        reason = f"{reason}; {total} tokens > trigger {trigger}, compacted toward {goal}"
+        return _Plan(request, chain, decision, reason, base, job, 0)
+
+    def _start(self, conv: Conversion[Any], goal: int, overhead: int,
+               policy: CompactionPolicy) -> Job:
+        return start(conv, resolve_budget(goal, overhead, self.keep_recent), policy,
+                     overhead=overhead, result_fields=lambda rendered: {},
+                     on_summary_error=self.on_summary_error)
+
+    def _finish(self, planned: _Plan, result: CompactionResult) -> Prepared:
+        fmt = self.format
+        side, items = fmt.split(result.rendered)
+        self._remember(planned.chain, items, side)
+        request = self._with(planned.request, side, copy_plain(items))
+        report = replace(planned.report, decision=planned.decision, reason=planned.reason,
+                          tokens_sent=result.tokens_after, compaction=result.report,
+                          reused_items=_common_prefix(planned.request, request, fmt.list_key),
+                          summarization_fallback=result.summarization_fallback)
+        return Prepared(request, report)
+
+    def _with(self, request: Mapping[str, Any], side: Any, items: Any) -> dict[str, Any]:
+        out = dict(request)
+        out[self.format.list_key] = items
+        if self.format.side_key is not None and (side is not None
+                                                 or self.format.side_key in request):
+            out[self.format.side_key] = side
+        return out
+
+    def _remember(self, chain: list[str], items: Sequence[dict[str, Any]], side: Any) -> None:
+        """Keep ``items`` (already our own copies, never handed out) as the view for ``chain``."""
+        if chain:
+            snapshot = tuple(items)
+            self._views.put(chain[-1], _View(snapshot, side, _size(snapshot)))
+
+
+def _common_prefix(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
+    old, new = before.get(key), after.get(key)
+    if not isinstance(old, list) or not isinstance(new, list):
+        return 0
+    count = 0
+    for a, b in zip(old, new, strict=False):
+        if to_plain(a) != b:
+            break
+        count += 1
+    return count

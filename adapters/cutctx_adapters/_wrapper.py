@@ -1,0 +1,94 @@
+"""Wrapping SDK clients: the same calls, with the history compacted before it is sent.
+
+A wrapped resource (``chat.completions``, ``responses``, ``messages``) intercepts the methods
+that carry a history, runs its format's ``CompactionSession`` and calls the real method with the
+result; everything else is the wrapped object's own attribute.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Collection
+from typing import Any
+
+from ._session import CallReport, CompactionSession
+
+__all__ = ["CompactingResource", "ReportCallback", "is_async_client"]
+
+ReportCallback = Callable[[CallReport], None]
+
+
+def is_async_client(client: Any) -> bool:
+    """Whether ``client`` is an SDK's async client (its requests return awaitables)."""
+    return "Async" in type(client).__name__ or inspect.iscoroutinefunction(
+        getattr(client, "post", None))
+
+
+class CompactingResource:
+    """An SDK resource whose history-carrying methods compact first; all else delegates."""
+
+    def __init__(self, resource: Any, session: CompactionSession, methods: Collection[str], *,
+                 is_async: bool, notify: ReportCallback) -> None:
+        self._resource = resource
+        self._session = session
+        self._methods = frozenset(methods)
+        self._is_async = is_async
+        self._notify = notify
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._resource, name)
+        if name not in self._methods or not callable(target):
+            return target
+        if not self._is_async:
+            return self._sync_call(target)
+        if inspect.iscoroutinefunction(target):
+            return self._async_call(target)
+        return self._async_manager(target)
+
+    def _sync_call(self, target: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            prepared = self._session.prepare(kwargs)
+            self._notify(prepared.report)
+            return target(*args, **prepared.request)
+
+        return call
+
+    def _async_call(self, target: Callable[..., Any]) -> Callable[..., Any]:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            prepared = await self._session.aprepare(kwargs)
+            self._notify(prepared.report)
+            return await target(*args, **prepared.request)
+
+        return call
+
+    def _async_manager(self, target: Callable[..., Any]) -> Callable[..., Any]:
+        """Async ``.stream()`` helpers return a context manager, not a coroutine: compact on
+        entering it, so the summarizer can be awaited."""
+
+        def call(*args: Any, **kwargs: Any) -> _DeferredManager:
+            async def open_manager() -> Any:
+                prepared = await self._session.aprepare(kwargs)
+                self._notify(prepared.report)
+                return target(*args, **prepared.request)
+
+            return _DeferredManager(open_manager)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"<compacting {self._resource!r}>"
+
+
+class _DeferredManager:
+    """An async context manager built once compaction is done."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._manager: Any = None
+
+    async def __aenter__(self) -> Any:
+        self._manager = await self._build()
+        return await self._manager.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._manager.__aexit__(*exc)
