@@ -20,9 +20,11 @@ from cutctx import (
     DropOldestPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
+    Role,
+    SummarizingPolicy,
+    TokenEstimator,
     Transcript,
     ValidationError,
-    default_chain,
 )
 
 from ._conversion import Conversion
@@ -39,6 +41,7 @@ __all__ = [
     "resolve_budget",
     "run",
     "start",
+    "stub_estimator",
 ]
 
 OnSummaryError = Literal["raise", "fallback"]
@@ -83,7 +86,11 @@ class CompactionResult:
 
 
 def choose_policy(
-    policy: CompactionPolicy | None, summarizer: object | None, *, keep_recent_results: int = 2
+    policy: CompactionPolicy | None,
+    summarizer: object | None,
+    *,
+    keep_recent_results: int = 2,
+    stub_estimator: TokenEstimator | None = None,
 ) -> CompactionPolicy:
     """The caller's policy, else: mask then drop without a summarizer, the default chain with."""
     if policy is not None:
@@ -91,10 +98,32 @@ def choose_policy(
             raise ValidationError("policy must have a decide(transcript, budget) method",
                                   {"field": "policy"})
         return policy
+    masking = ObservationMaskingPolicy(keep_recent_results, estimator=stub_estimator)
     if summarizer is None:
-        return PolicyChain([ObservationMaskingPolicy(keep_recent_results), DropOldestPolicy()])
+        return PolicyChain([masking, DropOldestPolicy()])
     prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
-    return default_chain(prompt_id=prompt_id, keep_recent_results=keep_recent_results)
+    return PolicyChain([masking, SummarizingPolicy(prompt_id), DropOldestPolicy()])
+
+
+class _PaddedEstimator:
+    """Estimates a mask stub as the whole masked message: text tokens plus the largest
+    non-content overhead (role, ids, framing) of any tool turn, so plans never undercount."""
+
+    def __init__(self, estimator: TokenEstimator, pad: int) -> None:
+        self._estimator = estimator
+        self.pad = pad
+
+    def estimate_tokens(self, text: str) -> int:
+        return self._estimator.estimate_tokens(text) + self.pad
+
+
+def stub_estimator(transcript: Transcript, estimator: TokenEstimator) -> TokenEstimator:
+    """The estimator masking should use for a converted history (see ``_PaddedEstimator``)."""
+    pad = 0
+    for turn in transcript.turns:
+        if turn.role is Role.TOOL:
+            pad = max(pad, turn.token_estimate - estimator.estimate_tokens(turn.content))
+    return _PaddedEstimator(estimator, pad + 1)
 
 
 def resolve_budget(budget: int | CompactionBudget, overhead: int,
@@ -124,18 +153,27 @@ class Job:
 def start(
     conversion: Conversion[Any],
     budget: CompactionBudget,
-    policy: CompactionPolicy,
     *,
+    policy: CompactionPolicy | None,
+    summarizer: object | None,
+    estimator: TokenEstimator,
     overhead: int,
     result_fields: Callable[[Any], Mapping[str, Any]],
+    keep_recent_results: int = 2,
     on_summary_error: OnSummaryError = "raise",
 ) -> Job:
-    """Plan a compaction of a converted history."""
+    """Plan a compaction of a converted history (choosing the default policy if none given)."""
     if on_summary_error not in ("raise", "fallback"):
         raise ValidationError("on_summary_error must be 'raise' or 'fallback'",
                               {"field": "on_summary_error"})
-    plan = policy.decide(conversion.transcript, budget)
-    fallback = choose_policy(None, None) if on_summary_error == "fallback" else None
+    stubs = stub_estimator(conversion.transcript, estimator)
+    chosen = choose_policy(policy, summarizer, keep_recent_results=keep_recent_results,
+                           stub_estimator=stubs)
+    plan = chosen.decide(conversion.transcript, budget)
+    fallback = None
+    if on_summary_error == "fallback":
+        fallback = choose_policy(None, None, keep_recent_results=keep_recent_results,
+                                 stub_estimator=stubs)
     return Job(conversion, budget, plan, overhead, result_fields, on_summary_error, fallback)
 
 

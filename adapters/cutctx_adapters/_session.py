@@ -332,23 +332,23 @@ class CompactionSession:
                 self._remember(chain, candidate, view.side)
                 request = self._with(request, view.side, copy_plain(candidate))
             return _Plan(request, chain, decision, reason, report)
-        policy = choose_policy(self.policy, self.summarizer,
-                               keep_recent_results=self.keep_recent_results)
         goal = target
         try:
-            job = self._start(conv, target, overhead, policy)
+            job = self._start(conv, target, overhead, estimator)
         except BudgetUnsatisfiable:
             # The newest turns alone exceed the target: aim for the whole budget instead.
             goal = budget
-            job = self._start(conv, budget, overhead, policy)
+            job = self._start(conv, budget, overhead, estimator)
         decision = "recompacted" if found is not None else "compacted"
         reason = f"{reason}; {total} tokens > trigger {trigger}, compacted toward {goal}"
         return _Plan(request, chain, decision, reason, base, job, 0)
 
     def _start(self, conv: Conversion[Any], goal: int, overhead: int,
-               policy: CompactionPolicy) -> Job:
-        return start(conv, resolve_budget(goal, overhead, self.keep_recent), policy,
+               estimator: TokenEstimator) -> Job:
+        return start(conv, resolve_budget(goal, overhead, self.keep_recent),
+                     policy=self.policy, summarizer=self.summarizer, estimator=estimator,
                      overhead=overhead, result_fields=lambda rendered: {},
+                     keep_recent_results=self.keep_recent_results,
                      on_summary_error=self.on_summary_error)
 
     def _finish(self, planned: _Plan, result: CompactionResult) -> Prepared:

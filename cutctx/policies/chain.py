@@ -130,7 +130,9 @@ class PolicyChain:
             raise ValidationError("a PolicyChain needs at least one policy",
                                   {"field": "policies"})
         for index, policy in enumerate(members):
-            if not callable(getattr(policy, "decide", None)) or not hasattr(policy, "name"):
+            if not callable(getattr(policy, "decide", None)) or not all(
+                hasattr(policy, attribute) for attribute in ("name", "version")
+            ):
                 raise ValidationError("chain members must be policies with name, version and "
                                       "decide()", {"index": index})
         self.policies: tuple[CompactionPolicy, ...] = members

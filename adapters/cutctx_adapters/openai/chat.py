@@ -34,7 +34,6 @@ from .._pipeline import (
     Job,
     OnSummaryError,
     arun,
-    choose_policy,
     resolve_budget,
     run,
     start,
@@ -304,9 +303,12 @@ def plan(
     return start(
         conv,
         resolve_budget(budget, overhead, keep_recent),
-        choose_policy(policy, summarizer, keep_recent_results=keep_recent_results),
+        policy=policy,
+        summarizer=summarizer,
+        estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"messages": rendered},
+        keep_recent_results=keep_recent_results,
         on_summary_error=on_summary_error,
     )
 
