@@ -171,7 +171,7 @@ def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> 
         if role is None:
             raise invalid(_NOUN, index, "role", "unknown_role",
                           "role must be system, developer, user, assistant, tool or function")
-        tokens = message_tokens(message, estimator)  # type: ignore[arg-type]
+        tokens = message_tokens(message, estimator)
         links: tuple[str, ...] = ()
         calls: tuple[str, ...] = ()
         answers: tuple[str, ...] = ()
@@ -278,7 +278,7 @@ def count_tokens(
 def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenEstimator) -> int:
     """Tokens of a request outside its messages: reply priming plus tool definitions."""
     plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
-    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools, estimator)  # type: ignore[arg-type]
+    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools, estimator)
 
 
 def plan(
