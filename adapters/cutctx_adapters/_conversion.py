@@ -44,6 +44,7 @@ PinSpec = Sequence[int] | Callable[[Mapping[str, Any], int], bool] | None
 """Messages no policy may touch: their indexes, or a predicate ``(message, index) -> bool``."""
 
 Out = TypeVar("Out")
+Out_co = TypeVar("Out_co", covariant=True)
 
 
 def to_plain(value: Any, *, where: str = "history") -> Any:
@@ -111,7 +112,7 @@ class Part:
     """An explicit id for parts outside the message list (e.g. system blocks)."""
 
 
-class Codec(Protocol[Out]):
+class Codec(Protocol[Out_co]):
     """What one provider format fills in; everything else is shared."""
 
     noun: str
@@ -122,7 +123,7 @@ class Codec(Protocol[Out]):
 
     def render_summary(self, text: str, replaced: int) -> Any: ...
 
-    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out: ...
+    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out_co: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +223,7 @@ def _exchange_ids(parts: Sequence[Part]) -> list[str | None]:
         sizes[root] = sizes.get(root, 0) + 1
     names: dict[int, str] = {}
     out: list[str | None] = []
-    for position, part in enumerate(parts):
+    for position in range(len(parts)):
         root = find(position)
         if sizes[root] < 2:
             out.append(None)

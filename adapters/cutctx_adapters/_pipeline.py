@@ -207,7 +207,7 @@ def _replanned(job: Job) -> Job:
     return replace(job, plan=plan)
 
 
-def run(job: Job, summarizer: Summarizer | None = None,
+def run(job: Job, summarizer: Summarizer | AsyncSummarizer | None = None,
         cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (synchronously) and apply a planned job."""
     if not _needs_summaries(job, summarizer):

@@ -43,11 +43,11 @@ from .fulfil import AsyncSummarizer, Summarizer
 
 __all__ = [
     "CallReport",
-    "given",
     "CompactionSession",
     "Decision",
     "HistoryFormat",
     "Prepared",
+    "given",
 ]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]

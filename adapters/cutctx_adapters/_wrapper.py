@@ -41,7 +41,10 @@ class CompactingResource:
             return target
         if not self._is_async:
             return self._sync_call(target)
-        if inspect.iscoroutinefunction(target):
+        # ``inspect.unwrap``: the SDKs wrap some async methods in a plain-def argument checker
+        # (openai's ``required_args`` on ``AsyncCompletions.create``, anthropic's on
+        # ``AsyncMessages.create``) that hides the coroutine function behind ``__wrapped__``.
+        if inspect.iscoroutinefunction(inspect.unwrap(target)):
             return self._async_call(target)
         return self._async_manager(target)
 

@@ -48,7 +48,7 @@ def _checked(request: SummarizationRequest, text: Any) -> str:
 def fulfil(
     plan: CompactionPlan,
     transcript: Transcript,
-    summarizer: Summarizer,
+    summarizer: Summarizer | AsyncSummarizer,
     *,
     cache: SummaryCache | None = None,
 ) -> dict[str, str]:

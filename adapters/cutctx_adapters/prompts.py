@@ -16,8 +16,8 @@ from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 from ._conversion import TOOL_NAME_KEY
 
 __all__ = [
-    "DEFAULT_PROMPT_ID",
     "DEFAULT_PROMPTS",
+    "DEFAULT_PROMPT_ID",
     "TOOL_NAME_KEY",
     "PromptRegistry",
     "SummaryPrompt",
@@ -65,7 +65,9 @@ DEFAULT_PROMPTS: Mapping[str, SummaryPrompt] = {DEFAULT_PROMPT_ID: _DEFAULT}
 class PromptRegistry(Mapping[str, SummaryPrompt]):
     """Prompts by id: the defaults plus the caller's own (which win on a shared id)."""
 
-    def __init__(self, prompts: Mapping[str, SummaryPrompt] | Sequence[SummaryPrompt] = ()) -> None:
+    def __init__(
+        self, prompts: Mapping[str, SummaryPrompt] | Sequence[SummaryPrompt] = ()
+    ) -> None:
         items = prompts.values() if isinstance(prompts, Mapping) else prompts
         merged = dict(DEFAULT_PROMPTS)
         for prompt in items:
@@ -78,8 +80,9 @@ class PromptRegistry(Mapping[str, SummaryPrompt]):
         try:
             return self._prompts[prompt_id]
         except KeyError:
+            known = sorted(self._prompts)
             raise ValidationError(f"no summary prompt registered under id {prompt_id!r}",
-                                  {"prompt_id": prompt_id, "known": sorted(self._prompts)}) from None
+                                  {"prompt_id": prompt_id, "known": known}) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._prompts)

@@ -77,7 +77,8 @@ class _Decisions:
             if action.action is Action.KEEP:
                 continue
             if action.action is Action.MASK:
-                if len(positions) == 1 and self.actions[positions[0]].action is not Action.SUMMARIZE:
+                single = len(positions) == 1
+                if single and self.actions[positions[0]].action is not Action.SUMMARIZE:
                     self.actions[positions[0]] = action
                 continue
             for position in positions:

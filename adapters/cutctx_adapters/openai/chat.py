@@ -28,7 +28,6 @@ from .._conversion import (
     to_plain,
 )
 from .._estimators import estimator_for
-from .._session import HistoryFormat, given
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -38,6 +37,7 @@ from .._pipeline import (
     run,
     start,
 )
+from .._session import HistoryFormat, given
 from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
@@ -176,7 +176,7 @@ def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> 
         calls: tuple[str, ...] = ()
         answers: tuple[str, ...] = ()
         label: str | None = None
-        kind = role_name
+        kind = str(role_name)
         if role_name == "assistant":
             call_ids, names, call_text = _calls_of(message, index)
             # Chat pairs results with the calls just before them, and agents do reuse ids
