@@ -6,11 +6,12 @@ Provider subpackages import their SDK lazily: ``cutctx_adapters.openai`` needs
 
 from ._pipeline import CompactionResult
 from .errors import SummarizationFailed, TokenizerUnavailable
-from .fulfil import AsyncSummarizer, Summarizer, afulfil, fulfil
+from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 
 __all__ = [
     "DEFAULT_PROMPT_ID",
+    "AnySummarizer",
     "AsyncSummarizer",
     "CompactionResult",
     "PromptRegistry",

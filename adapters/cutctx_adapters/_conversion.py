@@ -50,13 +50,14 @@ Out_co = TypeVar("Out_co", covariant=True)
 def to_plain(value: Any, *, where: str = "history") -> Any:
     """A fresh plain-JSON copy of ``value``; SDK objects are dumped as the SDK itself sends them.
 
-    The SDKs serialize a pydantic object with ``exclude_unset`` in JSON mode, so a response
-    message appended to a history round-trips to exactly what the SDK would have sent.
+    The SDKs serialize a pydantic object with ``exclude_unset`` in JSON mode, by wire name (a
+    field such as ``from_`` is sent as its alias ``from``), so a response message appended to a
+    history round-trips to exactly what the SDK would have sent.
     """
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, Mapping):
         exclude = getattr(value, "__api_exclude__", None)
-        return dump(mode="json", exclude_unset=True, exclude=exclude)
+        return dump(mode="json", exclude_unset=True, by_alias=True, exclude=exclude)
     return copy_plain(value, where)
 
 

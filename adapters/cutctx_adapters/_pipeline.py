@@ -29,7 +29,7 @@ from cutctx import (
 
 from ._conversion import Conversion
 from .errors import SummarizationFailed
-from .fulfil import AsyncSummarizer, Summarizer, SummaryCache, afulfil, fulfil
+from .fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
 from .prompts import DEFAULT_PROMPT_ID
 
 __all__ = [
@@ -52,8 +52,9 @@ class CompactionResult:
     """What a compaction produced: the ready-to-send history, the plan and the report.
 
     ``messages`` is set for Chat and Anthropic histories, ``system`` for Anthropic, and
-    ``instructions``/``input`` for Responses. ``summarization_fallback`` is True when a failed
-    summarizer made the adapters re-plan without summaries (the report's policy name shows it).
+    ``instructions``/``input`` for Responses (``input`` stays a string if it was one and was
+    kept). ``summarization_fallback`` is True when a failed summarizer made the adapters
+    re-plan without summaries (the report's policy name shows it).
     """
 
     plan: CompactionPlan
@@ -64,7 +65,7 @@ class CompactionResult:
     messages: list[dict[str, Any]] | None = None
     system: Any = None
     instructions: Any = None
-    input: list[dict[str, Any]] | None = None
+    input: str | list[dict[str, Any]] | None = None
     summarization_fallback: bool = False
     rendered: Any = field(default=None, repr=False)
     """The format's own rendering (what ``conversion.render(view)`` returned)."""
@@ -117,8 +118,15 @@ class _PaddedEstimator:
         return self._estimator.estimate_tokens(text) + self.pad
 
 
-def stub_estimator(transcript: Transcript, estimator: TokenEstimator) -> TokenEstimator:
-    """The estimator masking should use for a converted history (see ``_PaddedEstimator``)."""
+def stub_estimator(transcript: Transcript, estimator: TokenEstimator,
+                   pad: int | None = None) -> TokenEstimator:
+    """The estimator masking should use for a converted history (see ``_PaddedEstimator``).
+
+    A format whose tool turns carry non-text cost (images in Anthropic tool results) passes the
+    ``pad`` a masked turn really keeps (its framing), instead of the largest difference seen.
+    """
+    if pad is not None:
+        return _PaddedEstimator(estimator, pad)
     pad = 0
     for turn in transcript.turns:
         if turn.role is Role.TOOL:
@@ -161,12 +169,16 @@ def start(
     result_fields: Callable[[Any], Mapping[str, Any]],
     keep_recent_results: int = 2,
     on_summary_error: OnSummaryError = "raise",
+    stub_pad: int | None = None,
 ) -> Job:
-    """Plan a compaction of a converted history (choosing the default policy if none given)."""
+    """Plan a compaction of a converted history (choosing the default policy if none given).
+
+    ``stub_pad``: tokens a masked tool turn keeps beyond its stub text (see ``stub_estimator``).
+    """
     if on_summary_error not in ("raise", "fallback"):
         raise ValidationError("on_summary_error must be 'raise' or 'fallback'",
                               {"field": "on_summary_error"})
-    stubs = stub_estimator(conversion.transcript, estimator)
+    stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
     chosen = choose_policy(policy, summarizer, keep_recent_results=keep_recent_results,
                            stub_estimator=stubs)
     plan = chosen.decide(conversion.transcript, budget)
@@ -207,7 +219,7 @@ def _replanned(job: Job) -> Job:
     return replace(job, plan=plan)
 
 
-def run(job: Job, summarizer: Summarizer | AsyncSummarizer | None = None,
+def run(job: Job, summarizer: AnySummarizer | None = None,
         cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (synchronously) and apply a planned job."""
     if not _needs_summaries(job, summarizer):
@@ -222,7 +234,7 @@ def run(job: Job, summarizer: Summarizer | AsyncSummarizer | None = None,
     return _finish(job, summaries)
 
 
-async def arun(job: Job, summarizer: Summarizer | AsyncSummarizer | None = None,
+async def arun(job: Job, summarizer: AnySummarizer | None = None,
                cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (concurrently, awaiting async summarizers) and apply a planned job."""
     if not _needs_summaries(job, summarizer):

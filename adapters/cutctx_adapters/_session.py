@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -39,7 +39,7 @@ from ._pipeline import (
 from ._pipeline import arun as _arun
 from ._pipeline import run as _run
 from ._windows import context_window
-from .fulfil import AsyncSummarizer, Summarizer
+from .fulfil import AnySummarizer
 
 __all__ = [
     "CallReport",
@@ -134,11 +134,15 @@ class _ViewStore:
                     return length, view
         return None
 
-    def put(self, key: str, view: _View) -> None:
+    def put(self, key: str, view: _View, supersedes: str | None = None) -> None:
+        """Store ``view`` as the most recent; the view it grew from (``supersedes``) becomes the
+        first to go, so a busy conversation's stale views never evict an idle one's latest."""
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old.size
+            if supersedes is not None and supersedes in self._entries:
+                self._entries.move_to_end(supersedes, last=False)
             self._entries[key] = view
             self._bytes += view.size
             while self._entries and (len(self._entries) > self._max_entries
@@ -220,6 +224,8 @@ class _Plan:
     report: CallReport
     job: Job | None = None
     reused: int = 0
+    extends: str | None = None
+    """Key of the known view this history extends, if any."""
 
 
 @dataclass
@@ -238,7 +244,7 @@ class CompactionSession:
     target: float | int = 0.6
     reserve: int = 4096
     policy: CompactionPolicy | None = None
-    summarizer: Summarizer | AsyncSummarizer | None = None
+    summarizer: AnySummarizer | None = None
     keep_recent: int = 4
     keep_recent_results: int = 2
     pin: PinSpec = None
@@ -297,6 +303,10 @@ class CompactionSession:
                          CallReport("not_possible", reason, fmt.name, model))
         estimator = self.estimator or estimator_for(model)
         items = request[fmt.list_key]
+        if isinstance(items, Iterator):
+            # The SDKs take any iterable; a generator can be read only once, so read it here
+            # and send what was read (it was the request's own dict, never the caller's).
+            items = request[fmt.list_key] = list(items)
         side = request.get(fmt.side_key) if fmt.side_key else None
         if isinstance(items, str):
             plain: list[dict[str, Any]] = []
@@ -329,7 +339,7 @@ class CompactionSession:
             report = replace(base, decision=decision, tokens_sent=total, reused_items=reused,
                              reason=f"{reason}; {total} tokens <= trigger {trigger}")
             if found is not None:  # an uncompacted history needs no view: it is its own
-                self._remember(chain, candidate, view.side)
+                self._remember(chain, candidate, view.side, chain[length - 1])
                 request = self._with(request, view.side, copy_plain(candidate))
             return _Plan(request, chain, decision, reason, report)
         goal = target
@@ -341,7 +351,8 @@ class CompactionSession:
             job = self._start(conv, budget, overhead, estimator)
         decision = "recompacted" if found is not None else "compacted"
         reason = f"{reason}; {total} tokens > trigger {trigger}, compacted toward {goal}"
-        return _Plan(request, chain, decision, reason, base, job, 0)
+        extends = chain[found[0] - 1] if found is not None else None
+        return _Plan(request, chain, decision, reason, base, job, 0, extends)
 
     def _start(self, conv: Conversion[Any], goal: int, overhead: int,
                estimator: TokenEstimator) -> Job:
@@ -354,7 +365,7 @@ class CompactionSession:
     def _finish(self, planned: _Plan, result: CompactionResult) -> Prepared:
         fmt = self.format
         side, items = fmt.split(result.rendered)
-        self._remember(planned.chain, items, side)
+        self._remember(planned.chain, items, side, planned.extends)
         request = self._with(planned.request, side, copy_plain(items))
         report = replace(planned.report, decision=planned.decision, reason=planned.reason,
                           tokens_sent=result.tokens_after, compaction=result.report,
@@ -370,11 +381,12 @@ class CompactionSession:
             out[self.format.side_key] = side
         return out
 
-    def _remember(self, chain: list[str], items: Sequence[dict[str, Any]], side: Any) -> None:
+    def _remember(self, chain: list[str], items: Sequence[dict[str, Any]], side: Any,
+                  extends: str | None = None) -> None:
         """Keep ``items`` (already our own copies, never handed out) as the view for ``chain``."""
         if chain:
             snapshot = tuple(items)
-            self._views.put(chain[-1], _View(snapshot, side, _size(snapshot)))
+            self._views.put(chain[-1], _View(snapshot, side, _size(snapshot)), extends)
 
 
 def _common_prefix(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:

@@ -16,6 +16,7 @@ from ._session import CallReport, CompactionSession
 __all__ = ["CompactingResource", "ReportCallback", "is_async_client"]
 
 ReportCallback = Callable[[CallReport], None]
+_RESPONSE_VIEWS = frozenset({"with_raw_response", "with_streaming_response"})
 
 
 def is_async_client(client: Any) -> bool:
@@ -37,6 +38,10 @@ class CompactingResource:
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._resource, name)
+        if name in _RESPONSE_VIEWS:
+            # ``with_raw_response.create(...)`` and friends carry the same history.
+            return CompactingResource(target, self._session, self._methods,
+                                      is_async=self._is_async, notify=self._notify)
         if name not in self._methods or not callable(target):
             return target
         if not self._is_async:

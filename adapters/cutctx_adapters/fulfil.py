@@ -16,12 +16,16 @@ from cutctx import CompactionPlan, SummarizationRequest, Transcript, TranscriptT
 from ._canonical_key import span_key
 from .errors import SummarizationFailed
 
-__all__ = ["AsyncSummarizer", "Summarizer", "afulfil", "fulfil", "span_key"]
+__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "afulfil", "fulfil", "span_key"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
 AsyncSummarizer: TypeAlias = Callable[
     [SummarizationRequest, Sequence[TranscriptTurn]], Awaitable[str]
 ]
+AnySummarizer: TypeAlias = Callable[
+    [SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]
+]
+"""Either kind (provider summarizers return a str or an awaitable, by their client)."""
 SummaryCache: TypeAlias = MutableMapping[str, str]
 
 
@@ -48,7 +52,7 @@ def _checked(request: SummarizationRequest, text: Any) -> str:
 def fulfil(
     plan: CompactionPlan,
     transcript: Transcript,
-    summarizer: Summarizer | AsyncSummarizer,
+    summarizer: AnySummarizer,
     *,
     cache: SummaryCache | None = None,
 ) -> dict[str, str]:
@@ -79,7 +83,7 @@ def fulfil(
 async def afulfil(
     plan: CompactionPlan,
     transcript: Transcript,
-    summarizer: Summarizer | AsyncSummarizer,
+    summarizer: AnySummarizer,
     *,
     cache: SummaryCache | None = None,
 ) -> dict[str, str]:

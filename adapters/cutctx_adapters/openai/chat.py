@@ -38,7 +38,7 @@ from .._pipeline import (
     start,
 )
 from .._session import HistoryFormat, given
-from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
+from ..fulfil import AnySummarizer, SummaryCache
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 __all__ = [
@@ -318,7 +318,7 @@ def compact(
     *,
     budget: int | CompactionBudget,
     model: str | None = "gpt-4o",
-    summarizer: Summarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:
@@ -336,7 +336,7 @@ async def acompact(
     *,
     budget: int | CompactionBudget,
     model: str | None = "gpt-4o",
-    summarizer: Summarizer | AsyncSummarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:
