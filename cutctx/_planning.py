@@ -49,4 +49,4 @@ def build_plan(
 
 def keep_all(transcript: Transcript) -> list[TurnAction]:
     """A KEEP action for every turn."""
-    return [TurnAction(turn.turn_id, Action.KEEP) for turn in transcript.turns]
+    return [TurnAction._trusted(turn.turn_id, Action.KEEP) for turn in transcript.turns]

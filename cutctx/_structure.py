@@ -28,11 +28,22 @@ class Structure:
 
     @classmethod
     def of(cls, transcript: Transcript, budget: CompactionBudget) -> Structure:
+        """The structure for a budget's protection; computed once per transcript and count."""
+        key = ("structure", budget.protected_recent_turns)
+        found = transcript._derived.get(key)
+        if found is None:
+            found = transcript._derived[key] = cls._derive(transcript,
+                                                           budget.protected_recent_turns)
+        return found
+
+    @classmethod
+    def _derive(cls, transcript: Transcript, protected_recent_turns: int) -> Structure:
         turns = transcript.turns
         count = len(turns)
-        first_protected = count - min(budget.protected_recent_turns, count)
+        first_protected = count - min(protected_recent_turns, count)
+        system = Role.SYSTEM
         untouchable = tuple(
-            turn.role is Role.SYSTEM or turn.pinned or position >= first_protected
+            turn.role is system or turn.pinned or position >= first_protected
             for position, turn in enumerate(turns)
         )
         by_call_id: dict[str, int] = {}
@@ -40,22 +51,21 @@ class Structure:
         exchange_of: list[int] = []
         for position, turn in enumerate(turns):
             call_id = turn.tool_call_id
-            if call_id is None:
+            index = len(members) if call_id is None else by_call_id.get(call_id, -1)
+            if index == -1 or call_id is None:
                 index = len(members)
+                if call_id is not None:
+                    by_call_id[call_id] = index
                 members.append([position])
             else:
-                found = by_call_id.get(call_id)
-                if found is None:
-                    index = by_call_id[call_id] = len(members)
-                    members.append([position])
-                else:
-                    index = found
-                    members[index].append(position)
+                members[index].append(position)
             exchange_of.append(index)
-        removable = tuple(
-            not any(untouchable[position] for position in group) for group in members
-        )
-        return cls(untouchable, tuple(exchange_of), tuple(tuple(g) for g in members), removable)
+        removable = [True] * len(members)
+        for position, is_untouchable in enumerate(untouchable):
+            if is_untouchable:
+                removable[exchange_of[position]] = False
+        return cls(untouchable, tuple(exchange_of), tuple(tuple(g) for g in members),
+                   tuple(removable))
 
     def removable(self, position: int) -> bool:
         """Whether the turn at ``position`` may be dropped or summarized."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from enum import Enum
+from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
@@ -55,6 +56,17 @@ class Action(str, Enum):
     DROP = "drop"
 
 
+def _require_utf8(text: str, field: str, turn_id: str) -> None:
+    """Refuse text with lone surrogates up front: it could be neither hashed nor sent."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{field} is not valid Unicode (lone surrogate)",
+                                  {"turn_id": turn_id if field != "turn_id" else None,
+                                   "field": field}) from None
+
+
 def _empty_metadata() -> Mapping[str, str]:
     return EMPTY_METADATA
 
@@ -95,6 +107,8 @@ class TranscriptTurn:
         if not isinstance(self.content, str):
             raise ValidationError("content must be a str",
                                   {"turn_id": self.turn_id, "field": "content"})
+        _require_utf8(self.turn_id, "turn_id", self.turn_id)
+        _require_utf8(self.content, "content", self.turn_id)
         require_int(self.token_estimate, "token_estimate")
         if self.tool_call_id is not None:
             require_text(self.tool_call_id, "tool_call_id")
@@ -107,12 +121,20 @@ class TranscriptTurn:
         return hash((self.turn_id, self.role, self.content, self.token_estimate,
                      self.tool_call_id, self.pinned, tuple(sorted(self.metadata.items()))))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The read-only metadata mapping cannot be pickled itself; rebuild it from a dict.
+        return (TranscriptTurn, (self.turn_id, self.role, self.content, self.token_estimate,
+                                 self.tool_call_id, self.pinned, dict(self.metadata)))
+
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """Turns, oldest first, with unique ids."""
 
     turns: tuple[TranscriptTurn, ...] = ()
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
+    """Facts derived from the (immutable) turns, computed once: see ``_structure``."""
 
     def __post_init__(self) -> None:
         turns = tuple(self.turns)
@@ -195,6 +217,18 @@ class TurnAction:
         if mask and not isinstance(self.replacement, TurnReplacement):
             raise ValidationError("replacement must be a TurnReplacement",
                                   {"turn_id": self.turn_id, "field": "replacement"})
+
+    @classmethod
+    def _trusted(cls, turn_id: str, action: Action, summary_group: str | None = None,
+                 replacement: TurnReplacement | None = None) -> TurnAction:
+        """Built by a policy from values it already holds valid: skips the field checks (the
+        plan's invariants still check the whole)."""
+        made = object.__new__(cls)
+        object.__setattr__(made, "turn_id", turn_id)
+        object.__setattr__(made, "action", action)
+        object.__setattr__(made, "summary_group", summary_group)
+        object.__setattr__(made, "replacement", replacement)
+        return made
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -282,7 +316,7 @@ class CompactionPlan:
     def canonical_json(self) -> str:
         """The plan's canonical JSON (computed once; the plan is immutable)."""
         if not self._canonical:
-            self._canonical.append(dumps_normalized(self.to_dict()))
+            self._canonical.append(_plan_json(self))
         return self._canonical[0]
 
     def plan_hash(self) -> str:
@@ -295,6 +329,38 @@ class CompactionPlan:
             if action.turn_id == turn_id:
                 return action
         raise ValidationError("no action for turn id", {"turn_id": turn_id})
+
+
+def _plan_json(plan: CompactionPlan) -> str:
+    """``canonical_json(plan.to_dict())``, written out directly: the plan's shape is fixed, so
+    keys are emitted in sorted order without building and sorting 10k small dicts.
+    ``tests/test_engine_formats.py`` checks it against the generic form."""
+    quote = encode_basestring
+    actions = []
+    for action in plan.actions:
+        replacement = action.replacement
+        body = "null" if replacement is None else (
+            f'{{"content":{quote(replacement.content)},'
+            f'"token_estimate":{int(replacement.token_estimate)}}}')
+        group = "null" if action.summary_group is None else quote(action.summary_group)
+        actions.append(f'{{"action":"{action.action.value}","replacement":{body},'
+                       f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
+    requests = [
+        f'{{"group_id":{quote(r.group_id)},"prompt_id":{quote(r.prompt_id)},'
+        f'"target_tokens":{int(r.target_tokens)},'
+        f'"turn_ids":[{",".join(quote(i) for i in r.turn_ids)}]}}'
+        for r in plan.summarization_requests
+    ]
+    head = dumps_normalized({
+        "budget_unmet": plan.budget_unmet,
+        "estimator_ratio": _plain_ratio(plan.estimator_ratio),
+        "policy_name": plan.policy_name,
+        "policy_version": plan.policy_version,
+    })
+    return (f'{{"actions":[{",".join(actions)}],{head[1:-1]},'
+            f'"summarization_requests":[{",".join(requests)}],'
+            f'"tokens_after_estimate":{int(plan.tokens_after_estimate)},'
+            f'"tokens_before":{int(plan.tokens_before)}}}')
 
 
 def _plain_ratio(ratio: float | None) -> float | None:

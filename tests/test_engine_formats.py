@@ -279,3 +279,17 @@ def test_sha256_of_a_string_hashes_its_quoted_form() -> None:
 def test_canonical_json_refuses(value: Any) -> None:
     with pytest.raises(ValidationError):
         canonical_json(value)
+
+
+def test_plan_canonical_json_equals_the_generic_canonical_form() -> None:
+    """The plan's fast writer and the generic canonical JSON agree on every golden plan."""
+    from cutctx._canonical import canonical_json as generic
+
+    from .engine_goldens import build_budget, build_policy, build_transcript, load_cases
+
+    for case in load_cases():
+        if "error" in case["expected"]:
+            continue
+        plan = build_policy(case["input"]["policy"]).decide(
+            build_transcript(case["input"]), build_budget(case["input"]))
+        assert plan.canonical_json() == generic(plan.to_dict())

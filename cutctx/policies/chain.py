@@ -83,7 +83,7 @@ class _Decisions:
                 continue
             for position in positions:
                 turn_id = self.transcript.turns[position].turn_id
-                self.actions[position] = TurnAction(turn_id, action.action,
+                self.actions[position] = TurnAction._trusted(turn_id, action.action,
                                                     summary_group=action.summary_group)
 
     def escalate(self, structure: Structure) -> None:
@@ -105,7 +105,7 @@ class _Decisions:
                 winner = first
             for position in members:
                 turn_id = self.transcript.turns[position].turn_id
-                self.actions[position] = TurnAction(turn_id, winner.action,
+                self.actions[position] = TurnAction._trusted(turn_id, winner.action,
                                                     summary_group=winner.summary_group)
 
     def final_requests(self) -> list[SummarizationRequest]:
@@ -143,7 +143,7 @@ class PolicyChain:
         structure = Structure.of(transcript, budget)
         require_satisfiable(transcript, budget, structure)
         state = _Decisions(transcript,
-                           [TurnAction(t.turn_id, Action.KEEP) for t in transcript.turns])
+                           [TurnAction._trusted(t.turn_id, Action.KEEP) for t in transcript.turns])
         projected_total = transcript.token_estimate()
         ratio: float | None = None
         for policy in self.policies:

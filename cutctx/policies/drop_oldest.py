@@ -31,7 +31,7 @@ class DropOldestPolicy:
             if not structure.removable_exchange[index]:
                 continue
             for position in members:
-                actions[position] = TurnAction(turns[position].turn_id, Action.DROP)
+                actions[position] = TurnAction._trusted(turns[position].turn_id, Action.DROP)
                 total -= turns[position].token_estimate
         return build_plan(transcript, budget, actions, (), policy_name=self.name,
                           policy_version=self.version)

@@ -73,7 +73,7 @@ class ObservationMaskingPolicy:
             estimate = self.estimator.estimate_tokens(stub)
             if estimate < turn.token_estimate:
                 stubbed = True
-                actions[position] = TurnAction(turn.turn_id, Action.MASK,
+                actions[position] = TurnAction._trusted(turn.turn_id, Action.MASK,
                                                replacement=TurnReplacement(stub, estimate))
                 total -= turn.token_estimate - estimate
         ratio = None

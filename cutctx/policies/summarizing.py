@@ -10,6 +10,7 @@ from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable
 from ..errors import ValidationError
 from ..types import (
+    SUMMARY_TURN_ID_PREFIX,
     Action,
     CompactionBudget,
     CompactionPlan,
@@ -69,6 +70,15 @@ def _split_at_gaps(positions: list[int]) -> list[list[int]]:
     return pieces
 
 
+def _summary_id_taken(transcript: Transcript, group_id: str) -> bool:
+    """Whether a turn already holds the id this span's summary would get."""
+    key = ("turn_ids", None)
+    ids = transcript._derived.get(key)
+    if ids is None:
+        ids = transcript._derived[key] = frozenset(transcript.turn_ids())
+    return SUMMARY_TURN_ID_PREFIX + group_id in ids
+
+
 class SummarizingPolicy:
     """Asks for one summary of the oldest span with enough turns to be worth it."""
 
@@ -101,9 +111,11 @@ class SummarizingPolicy:
                     continue
                 turn_ids = tuple(turns[p].turn_id for p in span)
                 group_id = group_id_for(turn_ids)
+                if _summary_id_taken(transcript, group_id):
+                    continue
                 for position in span:
-                    actions[position] = TurnAction(turns[position].turn_id, Action.SUMMARIZE,
-                                                   summary_group=group_id)
+                    actions[position] = TurnAction._trusted(
+                        turns[position].turn_id, Action.SUMMARIZE, summary_group=group_id)
                 requests.append(SummarizationRequest(group_id, turn_ids, target, self.prompt_id))
                 break
         return build_plan(transcript, budget, actions, requests, policy_name=self.name,
