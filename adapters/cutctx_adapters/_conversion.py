@@ -47,34 +47,68 @@ Out = TypeVar("Out")
 Out_co = TypeVar("Out_co", covariant=True)
 
 
-def to_plain(value: Any, *, where: str = "history") -> Any:
+def to_plain(value: Any, *, where: str = "history", index: int | None = None) -> Any:
     """A fresh plain-JSON copy of ``value``; SDK objects are dumped as the SDK itself sends them.
 
     The SDKs serialize a pydantic object with ``exclude_unset`` in JSON mode, by wire name (a
     field such as ``from_`` is sent as its alias ``from``), so a response message appended to a
-    history round-trips to exactly what the SDK would have sent.
+    history round-trips to exactly what the SDK would have sent. ``where``/``index`` name the
+    message in the error raised for a value that is not JSON data.
     """
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, Mapping):
-        exclude = getattr(value, "__api_exclude__", None)
-        return dump(mode="json", exclude_unset=True, by_alias=True, exclude=exclude)
-    return copy_plain(value, where)
+    try:
+        return _plain(value)
+    except _NotJson:
+        field, kind = _first_bad(value, "")
+        details: dict[str, Any] = {"where": where, "field": field, "type": kind,
+                                   "rule": "json_data"}
+        if index is not None:
+            details["index"] = index
+        raise ValidationError(
+            f"{where}: value of type {kind} at {field or 'top level'!r} is not JSON data "
+            "(rule json_data)", details) from None
 
 
 def copy_plain(value: Any, where: str = "history") -> Any:
     """Copy mappings and lists recursively (strings and numbers are shared, being immutable)."""
+    return to_plain(value, where=where)
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _plain(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, Mapping):
-        return {key: copy_plain(item, where) for key, item in value.items()}
+        return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [copy_plain(item, where) for item in value]
-    if callable(getattr(value, "model_dump", None)):
-        return to_plain(value, where=where)
-    raise ValidationError(
-        f"{where}: value of type {type(value).__name__} is not JSON data",
-        {"where": where, "type": type(value).__name__, "rule": "json_data"},
-    )
+        return [_plain(item) for item in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        exclude = getattr(value, "__api_exclude__", None)
+        return dump(mode="json", exclude_unset=True, by_alias=True, exclude=exclude)
+    raise _NotJson
+
+
+def _first_bad(value: Any, path: str) -> tuple[str, str]:
+    """Where the first non-JSON value sits (only walked once something failed)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _first_bad(item, f"{path}.{key}" if path else str(key))
+            if found[1]:
+                return found
+        return path, ""
+    if isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            found = _first_bad(item, f"{path}[{position}]")
+            if found[1]:
+                return found
+        return path, ""
+    if isinstance(value, str | int | float | bool) or value is None or callable(
+            getattr(value, "model_dump", None)):
+        return path, ""
+    return path, type(value).__name__
 
 
 def invalid(noun: str, index: int, field: str, rule: str, problem: str,

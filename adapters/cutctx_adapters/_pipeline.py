@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from cutctx import (
     Action,
+    BudgetUnsatisfiable,
     CompactionBudget,
     CompactionExecutor,
     CompactionPlan,
@@ -69,6 +70,8 @@ class CompactionResult:
     summarization_fallback: bool = False
     rendered: Any = field(default=None, repr=False)
     """The format's own rendering (what ``conversion.render(view)`` returned)."""
+    measured_tokens: int | None = None
+    """Prompt tokens of the rendered request, counted afresh (not the plan's estimate)."""
 
     @property
     def compacted(self) -> bool:
@@ -156,6 +159,11 @@ class Job:
     result_fields: Callable[[Any], Mapping[str, Any]]
     on_summary_error: OnSummaryError = "raise"
     fallback_policy: CompactionPolicy | None = None
+    policy: CompactionPolicy | None = None
+    measure: Callable[[Any], int] | None = None
+    """Prompt tokens of a rendered history (overhead included), to check the plan's claim."""
+    limit: int | None = None
+    """The prompt allowance the rendered request must fit (the budget plus the overhead)."""
 
 
 def start(
@@ -170,6 +178,7 @@ def start(
     keep_recent_results: int = 2,
     on_summary_error: OnSummaryError = "raise",
     stub_pad: int | None = None,
+    measure: Callable[[Any], int] | None = None,
 ) -> Job:
     """Plan a compaction of a converted history (choosing the default policy if none given).
 
@@ -186,7 +195,8 @@ def start(
     if on_summary_error == "fallback":
         fallback = choose_policy(None, None, keep_recent_results=keep_recent_results,
                                  stub_estimator=stubs)
-    return Job(conversion, budget, plan, overhead, result_fields, on_summary_error, fallback)
+    return Job(conversion, budget, plan, overhead, result_fields, on_summary_error, fallback,
+               chosen, measure, budget.max_tokens + overhead)
 
 
 def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> CompactionResult:
@@ -200,6 +210,7 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
         rendered=rendered,
+        measured_tokens=None if job.measure is None else job.measure(rendered),
         **job.result_fields(rendered),
     )
 
@@ -219,9 +230,36 @@ def _replanned(job: Job) -> Job:
     return replace(job, plan=plan)
 
 
-def run(job: Job, summarizer: AnySummarizer | None = None,
-        cache: SummaryCache | None = None) -> CompactionResult:
-    """Fulfil (synchronously) and apply a planned job."""
+_TIGHTENINGS = 3
+"""Re-plans allowed when the rendered request measures over the budget the plan claimed."""
+
+
+def _excess(job: Job, result: CompactionResult) -> int:
+    """How far the rendered request is over the allowance although the plan said it fits.
+
+    Estimates can undercount what rendering adds (a summary's framing, a caller's masking
+    policy pricing stubs as bare text), so the output is measured, not trusted."""
+    if result.measured_tokens is None or job.limit is None or result.plan.budget_unmet:
+        return 0
+    return max(0, result.measured_tokens - job.limit)
+
+
+def _tightened(job: Job, result: CompactionResult, excess: int) -> Job | None:
+    """The same job planned again for a budget smaller by ``excess``, if that is possible."""
+    policy = job.fallback_policy if result.summarization_fallback else job.policy
+    goal = job.budget.max_tokens - excess
+    if policy is None or goal < 0:
+        return None
+    budget = CompactionBudget(goal, job.budget.protected_recent_turns)
+    try:
+        plan = policy.decide(job.conversion.transcript, budget)
+    except BudgetUnsatisfiable:
+        return None
+    return replace(job, plan=plan, budget=budget, policy=policy)
+
+
+def _run_once(job: Job, summarizer: AnySummarizer | None,
+              cache: SummaryCache | None) -> CompactionResult:
     if not _needs_summaries(job, summarizer):
         return _finish(job, {})
     assert summarizer is not None
@@ -234,9 +272,8 @@ def run(job: Job, summarizer: AnySummarizer | None = None,
     return _finish(job, summaries)
 
 
-async def arun(job: Job, summarizer: AnySummarizer | None = None,
-               cache: SummaryCache | None = None) -> CompactionResult:
-    """Fulfil (concurrently, awaiting async summarizers) and apply a planned job."""
+async def _arun_once(job: Job, summarizer: AnySummarizer | None,
+                     cache: SummaryCache | None) -> CompactionResult:
     if not _needs_summaries(job, summarizer):
         return _finish(job, {})
     assert summarizer is not None
@@ -247,3 +284,29 @@ async def arun(job: Job, summarizer: AnySummarizer | None = None,
             raise
         return _finish(_replanned(job), {}, fallback=True)
     return _finish(job, summaries)
+
+
+def run(job: Job, summarizer: AnySummarizer | None = None,
+        cache: SummaryCache | None = None) -> CompactionResult:
+    """Fulfil (synchronously) and apply a planned job; re-plan tighter if the output is over."""
+    result = _run_once(job, summarizer, cache)
+    for _ in range(_TIGHTENINGS):
+        excess = _excess(job, result)
+        tighter = _tightened(job, result, excess) if excess else None
+        if tighter is None:
+            break
+        job, result = tighter, _run_once(tighter, summarizer, cache)
+    return result
+
+
+async def arun(job: Job, summarizer: AnySummarizer | None = None,
+               cache: SummaryCache | None = None) -> CompactionResult:
+    """Fulfil (concurrently, awaiting async summarizers) and apply; as ``run`` otherwise."""
+    result = await _arun_once(job, summarizer, cache)
+    for _ in range(_TIGHTENINGS):
+        excess = _excess(job, result)
+        tighter = _tightened(job, result, excess) if excess else None
+        if tighter is None:
+            break
+        job, result = tighter, await _arun_once(tighter, summarizer, cache)
+    return result

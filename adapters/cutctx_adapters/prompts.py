@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 
@@ -83,6 +84,12 @@ class PromptRegistry(Mapping[str, SummaryPrompt]):
             known = sorted(self._prompts)
             raise ValidationError(f"no summary prompt registered under id {prompt_id!r}",
                                   {"prompt_id": prompt_id, "known": known}) from None
+
+    def __contains__(self, prompt_id: object) -> bool:
+        return prompt_id in self._prompts
+
+    def get(self, prompt_id: str, default: Any = None) -> Any:
+        return self._prompts.get(prompt_id, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._prompts)

@@ -232,7 +232,7 @@ def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
-    return [to_plain(message, where=f"{_NOUN} {index}") for index, message in enumerate(messages)]
+    return [to_plain(message, where=f"{_NOUN} {index}", index=index) for index, message in enumerate(messages)]
 
 
 def to_transcript(
@@ -310,7 +310,12 @@ def plan(
         result_fields=lambda rendered: {"messages": rendered},
         keep_recent_results=keep_recent_results,
         on_summary_error=on_summary_error,
+        measure=lambda rendered: _measure(rendered, counter, overhead),
     )
+
+
+def _measure(messages: list[dict[str, Any]], estimator: TokenEstimator, overhead: int) -> int:
+    return sum(message_tokens(message, estimator) for message in messages) + overhead
 
 
 def compact(

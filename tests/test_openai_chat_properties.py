@@ -1,0 +1,378 @@
+"""Properties of chat.compact over generated Chat Completions histories (hypothesis).
+
+Histories look like an agent's: a system or developer prompt, user turns with text or image
+parts, assistant turns with 1-3 parallel tool calls followed by their tool messages (in any
+order, ids reused across turns, some outputs large), plain assistant turns, legacy function
+calls, pinned messages. Every policy and budgets from 0 to above the total: the result is a
+CompactionResult or BudgetUnsatisfiable (only when the untouchable turns exceed the budget), the
+output passes the API's rules (``tests/chat_rules.py``) and ``chat.validate``, fits the budget or
+says ``budget_unmet``, and the input is never changed. The shared real histories get the same
+checks with tiktoken.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from cutctx import (
+    BudgetUnsatisfiable,
+    CharRatioEstimator,
+    CompactionPolicy,
+    DropOldestPolicy,
+    ObservationMaskingPolicy,
+    PolicyChain,
+    Role,
+    SummarizationRequest,
+    SummarizingPolicy,
+    TokenEstimator,
+    TranscriptTurn,
+)
+from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult
+from cutctx_adapters.openai import chat
+
+from . import chat_rules
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
+CHARS = CharRatioEstimator()
+HEADER = chat.SUMMARY_HEADER
+MASK_PREFIX = "[tool result masked by cutctx]"
+
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+PNG_1X1 = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
+           "DwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+TOOLS = [{"type": "function", "function": {
+    "name": name, "description": f"The {name} tool.",
+    "parameters": {"type": "object", "properties": {"arg": {"type": "string"}}}}}
+    for name in ("read_file", "run", "search")]
+
+# --- strategies --------------------------------------------------------------------------
+
+WORDS = ("alpha", "beta", "gamma", "the", "file", "error:", "ok", "<|endoftext|>", "日本",
+         "🚀", "{\"k\": 1}", "\n", "def f():", "Traceback")
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
+big_texts = st.tuples(texts, st.integers(20, 120)).map(lambda pair: (pair[0] + "\n") * pair[1])
+tool_outputs = st.one_of(texts, big_texts, st.just(""))
+
+
+@st.composite
+def user_messages(draw: st.DrawFn) -> dict[str, Any]:
+    text = draw(st.one_of(texts, big_texts))
+    shape = draw(st.sampled_from(("string", "string", "parts", "image")))
+    message: dict[str, Any] = {"role": "user", "content": text}
+    if shape == "parts":
+        message["content"] = [{"type": "text", "text": text}]
+    elif shape == "image":
+        detail = draw(st.sampled_from(("low", "high", None)))
+        image: dict[str, Any] = {"url": draw(st.sampled_from(
+            (PNG_1X1, "https://example.com/photo.jpg")))}
+        if detail:
+            image["detail"] = detail
+        message["content"] = [{"type": "text", "text": text},
+                              {"type": "image_url", "image_url": image}]
+    if draw(st.integers(0, 5)) == 0:
+        message["name"] = "alice"
+    return message
+
+
+@st.composite
+def tool_rounds(draw: st.DrawFn, round_number: int) -> list[dict[str, Any]]:
+    count = draw(st.integers(1, 3))
+    # ids come from a small pool, so agents' reuse of ids across turns is exercised
+    ids = draw(st.lists(st.sampled_from([f"call_{n}" for n in range(6)]),
+                        min_size=count, max_size=count, unique=True))
+    calls = [{"id": call_id, "type": "function",
+              "function": {"name": draw(st.sampled_from(("read_file", "run", "search"))),
+                           "arguments": json.dumps({"arg": draw(texts)})}}
+             for call_id in ids]
+    content = draw(st.one_of(st.none(), texts))
+    assistant: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
+    results = []
+    for call_id in draw(st.permutations(ids)):
+        output = draw(tool_outputs)
+        body: Any = output
+        if draw(st.integers(0, 4)) == 0:
+            body = [{"type": "text", "text": output or "-"}]
+        results.append({"role": "tool", "tool_call_id": call_id, "content": body})
+    return [assistant, *results]
+
+
+@st.composite
+def function_round(draw: st.DrawFn) -> list[dict[str, Any]]:
+    name = draw(st.sampled_from(("lookup", "fetch")))
+    return [{"role": "assistant", "content": None,
+             "function_call": {"name": name, "arguments": "{}"}},
+            {"role": "function", "name": name, "content": draw(tool_outputs)}]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    first = draw(st.sampled_from(("system", "developer")))
+    messages: list[dict[str, Any]] = [{"role": first, "content": draw(texts)}]
+    if draw(st.booleans()):
+        messages.append(draw(user_messages()))
+    for round_number in range(draw(st.integers(1, 9))):
+        kind = draw(st.sampled_from(("tools", "tools", "tools", "user", "assistant", "function",
+                                     "system")))
+        if kind == "tools":
+            messages.extend(draw(tool_rounds(round_number)))
+        elif kind == "user":
+            messages.append(draw(user_messages()))
+        elif kind == "assistant":
+            messages.append({"role": "assistant", "content": draw(st.one_of(texts, big_texts))})
+        elif kind == "function":
+            messages.extend(draw(function_round()))
+        else:
+            messages.append({"role": "system", "content": draw(texts)})
+    return messages
+
+
+def deterministic_summary(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    """Content-derived and using exactly its allowance: ``target_tokens`` at 4 characters each
+    (what CharRatioEstimator counts; tiktoken counts the repeated filler as fewer)."""
+    roles = ",".join(turn.role.value[0] for turn in turns)
+    text = f"{len(turns)} turns ({roles}) "
+    size = max(1, request.target_tokens) * 4
+    return (text + "." * size)[:size]
+
+
+POLICIES: dict[str, Callable[[], CompactionPolicy | None]] = {
+    "default": lambda: None,
+    "mask_only": lambda: ObservationMaskingPolicy(0),
+    "mask_only_keep2": lambda: ObservationMaskingPolicy(2),
+    "drop_only": DropOldestPolicy,
+    "summarize_only": lambda: SummarizingPolicy(DEFAULT_PROMPT_ID, min_span_turns=1),
+    "summarize_then_drop": lambda: PolicyChain([
+        SummarizingPolicy(DEFAULT_PROMPT_ID, 0.3, 2), DropOldestPolicy()]),
+    "drop_then_mask": lambda: PolicyChain([DropOldestPolicy(), ObservationMaskingPolicy(1)]),
+    "mask_summarize_mask": lambda: PolicyChain([
+        ObservationMaskingPolicy(3), SummarizingPolicy(DEFAULT_PROMPT_ID, 0.5, 1),
+        ObservationMaskingPolicy(0), DropOldestPolicy()]),
+}
+SUMMARIZING = {"summarize_only", "summarize_then_drop", "mask_summarize_mask"}
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    messages = draw(histories())
+    policy_name = draw(st.sampled_from(sorted(POLICIES) + ["default_with_summarizer"] * 2))
+    pins: Any = None
+    pin_kind = draw(st.sampled_from(("none", "none", "index", "predicate")))
+    if pin_kind == "index":
+        pins = draw(st.lists(st.integers(-len(messages), len(messages) - 1), max_size=2))
+    elif pin_kind == "predicate":
+        pins = lambda message, index: message["role"] == "user" and index % 3 == 0  # noqa: E731
+    tools = draw(st.sampled_from((None, TOOLS)))
+    return {
+        "messages": messages,
+        "policy_name": policy_name,
+        "pin": pins,
+        "tools": tools,
+        "keep_recent": draw(st.integers(0, 4)),
+        "fraction": draw(st.sampled_from((0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 1.0, 1.3))),
+        "summary_role": draw(st.sampled_from(("user", "user", "assistant", "system"))),
+    }
+
+
+# --- running and checking --------------------------------------------------------------
+
+def compact(scenario: dict[str, Any], estimator: TokenEstimator | None) -> tuple[
+        int, CompactionResult | BudgetUnsatisfiable]:
+    messages = scenario["messages"]
+    options: dict[str, Any] = {"tools": scenario["tools"], "pin": scenario["pin"],
+                               "keep_recent": scenario["keep_recent"],
+                               "summary_role": scenario["summary_role"]}
+    if estimator is not None:
+        options["estimator"] = estimator
+    before = chat.count_tokens(messages, tools=scenario["tools"], estimator=estimator)
+    budget = scenario["budget"] if "budget" in scenario else int(before * scenario["fraction"])
+    name = scenario["policy_name"]
+    if name == "default_with_summarizer":
+        options["summarizer"] = deterministic_summary
+    else:
+        options["policy"] = POLICIES[name]()
+        if name in SUMMARIZING:
+            options["summarizer"] = deterministic_summary
+    try:
+        return budget, chat.compact(messages, budget=budget, **options)
+    except BudgetUnsatisfiable as error:
+        return budget, error
+
+
+def untouchable_tokens(scenario: dict[str, Any], estimator: TokenEstimator | None) -> int:
+    """Independently: system turns, pinned turns and the newest ``keep_recent`` turns."""
+    conv = chat.to_transcript(scenario["messages"], estimator=estimator, pin=scenario["pin"])
+    turns = conv.transcript.turns
+    first_recent = len(turns) - min(scenario["keep_recent"], len(turns))
+    return sum(turn.token_estimate for position, turn in enumerate(turns)
+               if turn.role is Role.SYSTEM or turn.pinned or position >= first_recent)
+
+
+def assert_unsatisfiable_is_justified(scenario: dict[str, Any], budget: int,
+                                      estimator: TokenEstimator | None) -> None:
+    overhead = chat.count_tokens([], tools=scenario["tools"], estimator=estimator)
+    assert untouchable_tokens(scenario, estimator) > max(0, budget - overhead)
+
+
+def pinned_indexes(scenario: dict[str, Any]) -> set[int]:
+    messages, pin = scenario["messages"], scenario["pin"]
+    if pin is None:
+        return set()
+    if callable(pin):
+        return {i for i, message in enumerate(messages) if pin(message, i)}
+    return {i % len(messages) for i in pin}
+
+
+@SETTINGS
+@given(scenarios())
+def test_output_is_valid_for_the_api(scenario: dict[str, Any]) -> None:
+    original = copy.deepcopy(scenario["messages"])
+    budget, outcome = compact(scenario, CHARS)
+    assert scenario["messages"] == original  # the input is never changed
+    if isinstance(outcome, BudgetUnsatisfiable):
+        assert_unsatisfiable_is_justified(scenario, budget, CHARS)
+        return
+    assert isinstance(outcome, CompactionResult)
+    assert outcome.messages is not None
+    chat_rules.check(outcome.messages)
+    chat.validate(outcome.messages)
+    assert all(message.get("tool_calls") != [] for message in outcome.messages)
+
+
+@settings(SETTINGS, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking is slow here
+@given(scenarios())
+def test_output_fits_the_budget_or_says_so(scenario: dict[str, Any]) -> None:
+    budget, outcome = compact(scenario, CHARS)
+    if isinstance(outcome, BudgetUnsatisfiable):
+        assert_unsatisfiable_is_justified(scenario, budget, CHARS)
+        return
+    assert_fits_or_says_so(scenario, budget, outcome, CHARS)
+    if outcome.compacted and not outcome.report.budget_unmet:
+        # Again, at exactly the figure the plan claims: an undercount shows up at the boundary.
+        tight = outcome.tokens_after
+        _, again = compact({**scenario, "fraction": None, "budget": tight}, CHARS)
+        if isinstance(again, CompactionResult):
+            assert_fits_or_says_so(scenario, tight, again, CHARS)
+
+
+def assert_fits_or_says_so(scenario: dict[str, Any], budget: int, outcome: CompactionResult,
+                           estimator: TokenEstimator | None) -> None:
+    assert outcome.messages is not None
+    sent = chat.count_tokens(outcome.messages, tools=scenario["tools"], estimator=estimator)
+    assert outcome.report.budget_unmet or sent <= budget, (sent, budget, outcome.tokens_after)
+    if not outcome.report.budget_unmet:
+        # what fits stays as it is: compacting the output again at the same budget is a no-op
+        again = chat.compact(outcome.messages, budget=budget, tools=scenario["tools"],
+                             estimator=estimator, keep_recent=0)
+        assert not again.compacted and again.messages == outcome.messages
+
+
+@SETTINGS
+@given(scenarios())
+def test_output_keeps_what_no_policy_may_touch(scenario: dict[str, Any]) -> None:
+    messages = scenario["messages"]
+    budget, outcome = compact(scenario, CHARS)
+    if isinstance(outcome, BudgetUnsatisfiable):
+        return
+    out = outcome.messages
+    assert out is not None
+    if outcome.tokens_before <= budget:
+        assert out == messages and not outcome.compacted
+    protected = pinned_indexes(scenario) | {
+        i for i, m in enumerate(messages) if m["role"] in ("system", "developer")}
+    protected |= set(range(len(messages) - min(scenario["keep_recent"], len(messages)),
+                           len(messages)))
+    # every output message is an original (in order), a masked tool message, or a summary
+    assert len(outcome.view.turns) == len(out)
+    seen: list[int] = []
+    for turn, message in zip(outcome.view.turns, out, strict=True):
+        if turn.turn_id.startswith("summary:"):
+            assert message == {"role": scenario["summary_role"], "content": HEADER + turn.content}
+            continue
+        index = outcome.conversion.part_for(turn.turn_id).index
+        assert _same_or_masked(messages[index], message)
+        if messages[index] != message:
+            assert index not in protected
+        seen.append(index)
+    assert seen == sorted(set(seen))
+    assert protected <= set(seen)
+
+
+def _same_or_masked(original: dict[str, Any], message: dict[str, Any]) -> bool:
+    if original == message:
+        return True
+    if original["role"] not in ("tool", "function"):
+        return False
+    rest = {k: v for k, v in message.items() if k != "content"}
+    return (rest == {k: v for k, v in original.items() if k != "content"}
+            and isinstance(message.get("content"), str)
+            and message["content"].startswith(MASK_PREFIX))
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenarios())
+def test_with_tiktoken_output_is_valid_and_fits(scenario: dict[str, Any]) -> None:
+    original = copy.deepcopy(scenario["messages"])
+    budget, outcome = compact(scenario, None)
+    assert scenario["messages"] == original
+    if isinstance(outcome, BudgetUnsatisfiable):
+        assert_unsatisfiable_is_justified(scenario, budget, None)
+        return
+    assert outcome.messages is not None
+    chat_rules.check(outcome.messages)
+    chat.validate(outcome.messages)
+    assert_fits_or_says_so(scenario, budget, outcome, None)
+    if outcome.compacted and not outcome.report.budget_unmet:
+        tight = outcome.tokens_after
+        _, again = compact({**scenario, "fraction": None, "budget": tight}, None)
+        if isinstance(again, CompactionResult):
+            assert_fits_or_says_so(scenario, tight, again, None)
+
+
+# --- the shared real histories, with tiktoken -------------------------------------------
+
+HISTORY_FILES = sorted((SHARED / "openai-chat").glob("*.json"))
+
+
+def shared_histories() -> list[tuple[str, list[dict[str, Any]], Any]]:
+    out: list[tuple[str, list[dict[str, Any]], Any]] = [
+        (path.name, json.loads(path.read_text()), None) for path in HISTORY_FILES]
+    body = json.loads((SHARED / "requests" / "openai_chat_parallel_tools.json").read_text())
+    out.append(("openai_chat_parallel_tools.json", body["request"]["messages"],
+                body["request"]["tools"]))
+    return out
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize("divisor", [2, 4])
+@pytest.mark.parametrize("summarizer", [None, deterministic_summary], ids=["mask_drop", "chain"])
+def test_shared_histories_compact_validly(divisor: int, summarizer: Any) -> None:
+    for name, messages, tools in shared_histories():
+        original = copy.deepcopy(messages)
+        budget = chat.count_tokens(messages, tools=tools) // divisor
+        scenario = {"messages": messages, "tools": tools, "pin": None, "keep_recent": 2}
+        try:
+            result = chat.compact(messages, budget=budget, tools=tools, keep_recent=2,
+                                  summarizer=summarizer)
+        except BudgetUnsatisfiable:
+            assert_unsatisfiable_is_justified(scenario, budget, None)
+            continue
+        finally:
+            assert messages == original, name
+        assert result.messages is not None
+        chat_rules.check(result.messages)
+        chat.validate(result.messages)
+        sent = chat.count_tokens(result.messages, tools=tools)
+        assert result.report.budget_unmet or sent <= budget, (name, sent, budget)
+        assert result.compacted, name
