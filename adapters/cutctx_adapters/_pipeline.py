@@ -72,6 +72,15 @@ class CompactionResult:
     """The format's own rendering (what ``conversion.render(view)`` returned)."""
     measured_tokens: int | None = None
     """Prompt tokens of the rendered request, counted afresh (not the plan's estimate)."""
+    prompt_budget: int | None = None
+    """The allowance the request had to fit (history budget plus overhead)."""
+
+    @property
+    def budget_unmet(self) -> bool:
+        """The plan could not meet the budget, or the rendered request measures over it."""
+        over = (self.measured_tokens is not None and self.prompt_budget is not None
+                and self.measured_tokens > self.prompt_budget)
+        return self.plan.budget_unmet or over
 
     @property
     def compacted(self) -> bool:
@@ -211,6 +220,7 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         summarization_fallback=fallback,
         rendered=rendered,
         measured_tokens=None if job.measure is None else job.measure(rendered),
+        prompt_budget=job.limit,
         **job.result_fields(rendered),
     )
 

@@ -8,8 +8,8 @@ from .._requires import require
 require("openai", "openai")
 require("tiktoken", "openai")
 
-from . import chat  # noqa: E402
+from . import chat, responses  # noqa: E402
 from .client import CompactingOpenAI  # noqa: E402
 from .summarizer import OpenAISummarizer  # noqa: E402
 
-__all__ = ["CompactingOpenAI", "OpenAISummarizer", "chat"]
+__all__ = ["CompactingOpenAI", "OpenAISummarizer", "chat", "responses"]

@@ -1,0 +1,605 @@
+"""OpenAI Responses ``instructions`` + ``input`` items ↔ ``Transcript``, token counts, compaction.
+
+One item is one turn, and ``instructions`` one more: a SYSTEM turn with the id ``instructions``.
+user → USER; system/developer messages and items → SYSTEM; assistant messages and the model's
+items (reasoning, tool calls) → ASSISTANT; tool outputs → TOOL. Exchanges: a call with its output
+(by ``call_id``), an MCP approval request with its response, and a reasoning item with the rest of
+its response (see ``_parts``). Kept items render back as they came, unknown keys and types too.
+
+>>> conv = to_transcript("Hi", instructions="Be brief.", estimator=_Chars())
+>>> conv.render(conv.transcript)
+('Be brief.', 'Hi')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
+
+from .._conversion import (
+    Conversion,
+    Part,
+    PinSpec,
+    check_call_pairs,
+    convert,
+    copy_plain,
+    invalid,
+    to_plain,
+)
+from .._estimators import estimator_for
+from .._pipeline import (
+    CompactionResult,
+    Job,
+    OnSummaryError,
+    arun,
+    resolve_budget,
+    run,
+    start,
+)
+from .._session import HistoryFormat, given
+from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
+from ..tiktoken import TiktokenEstimator
+from ._responses_tokens import (
+    ITEM_TOKENS,
+    counter_for,
+    describe,
+    item_tokens,
+    request_tools_tokens,
+)
+from ._tokens import REPLY_PRIMING_TOKENS
+from .chat import SUMMARY_HEADER
+
+__all__ = [
+    "FORMAT",
+    "INSTRUCTIONS_TURN_ID",
+    "ResponsesCodec",
+    "acompact",
+    "compact",
+    "count_tokens",
+    "overhead_tokens",
+    "plan",
+    "to_transcript",
+    "validate",
+]
+
+Rendered: TypeAlias = tuple[str | None, str | list[dict[str, Any]]]
+"""``(instructions, input)``, ready for ``client.responses.create``."""
+
+INSTRUCTIONS_TURN_ID = "instructions"
+_NOUN = "item"
+SUMMARY_ROLES = ("user", "assistant", "system", "developer")
+
+_MESSAGE_ROLES = {
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+}
+_CALL_OUTPUTS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+}
+"""Calls the client executes, which the API requires answered, and the item answering each."""
+_ANSWERS = {output: call for call, output in _CALL_OUTPUTS.items()}
+_LOOSE_PAIRS = {
+    "tool_search_call": "tool_search",
+    "tool_search_output": "tool_search",
+    "program": "program",
+    "program_output": "program",
+}
+"""Items paired by ``call_id`` that travel together when both are present, but need not be."""
+_MASK_FIELDS = {
+    "function_call_output": "output",
+    "custom_tool_call_output": "output",
+    "local_shell_call_output": "output",
+    "apply_patch_call_output": "output",
+    "shell_call_output": "output",
+    "program_output": "result",
+}
+"""Outputs whose body can hold the masking stub, and the field it replaces. The others (a
+computer screenshot, loaded tool definitions) are USER turns, which the masking policy skips."""
+_SYSTEM_ITEMS = frozenset({"additional_tools", "configuration_update", "compaction_trigger"})
+_LABELS = {
+    "computer_call": "computer",
+    "local_shell_call": "local_shell",
+    "shell_call": "shell",
+    "apply_patch_call": "apply_patch",
+    "web_search_call": "web_search",
+    "file_search_call": "file_search",
+    "code_interpreter_call": "code_interpreter",
+    "image_generation_call": "image_generation",
+    "tool_search_call": "tool_search",
+}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+
+
+class _Chars:
+    """A tiny estimator for doctests (4 characters a token)."""
+
+    def estimate_tokens(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+class ResponsesCodec:
+    """The Responses format: what is specific to it, and nothing else."""
+
+    noun = _NOUN
+    id_prefix = "i"
+
+    def __init__(self, summary_role: str = "user", *, text_input: bool = False) -> None:
+        if summary_role not in SUMMARY_ROLES:
+            raise invalid("option", 0, "summary_role", "summary_role",
+                          f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
+        self.summary_role = summary_role
+        self.text_input = text_input
+
+    def render_masked(self, part: Part, stub: str) -> Any:
+        payload = copy_plain(part.payload)
+        if part.kind == "shell_call_output":
+            outcome = payload["output"][-1]["outcome"]
+            payload["output"] = [{"stdout": stub, "stderr": "", "outcome": outcome}]
+        elif part.kind in _MASK_FIELDS:
+            payload[_MASK_FIELDS[part.kind]] = stub
+        elif part.kind in ("message", "text"):
+            payload["content"] = stub
+        else:
+            raise invalid(_NOUN, part.index, "type", "unmaskable_item",
+                          f"a {part.kind} item has no body a stub can replace")
+        return payload
+
+    def render_summary(self, text: str, replaced: int) -> Any:
+        return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
+
+    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Rendered:
+        instructions: str | None = None
+        items: list[dict[str, Any]] = []
+        for part, payload in rendered:
+            if part is not None and part.turn_id == INSTRUCTIONS_TURN_ID:
+                instructions = payload
+            else:
+                items.append(payload)
+        if self.text_input and len(items) == 1 and rendered[-1][0] is not None \
+                and rendered[-1][0].kind == "text":
+            return instructions, items[0]["content"]
+        return instructions, items
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """What one item is, before the links that depend on its neighbours."""
+
+    role: Role
+    text: str
+    kind: str
+    output_side: bool
+    """Produced by the model (as opposed to supplied by the caller): extends a response."""
+    call: str | None = None
+    answer: str | None = None
+    links: tuple[str, ...] = ()
+    label: str | None = None
+
+
+def _string(item: Mapping[str, Any], index: int, field: str, rule: str) -> str:
+    value = item.get(field)
+    if not isinstance(value, str) or not value:
+        raise invalid(_NOUN, index, field, rule, f"{field} must be a non-empty string")
+    return value
+
+
+def _content_text(content: Any, index: int, field: str) -> str:
+    """Content as a model reads it: text parts' text, other parts as ``[type]`` placeholders."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise invalid(_NOUN, index, field, "content_type",
+                      f"{field} must be a string or a list of parts")
+    pieces: list[str] = []
+    for position, part in enumerate(content):
+        where = f"{field}[{position}]"
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise invalid(_NOUN, index, where, "part_type", "a content part needs a string 'type'")
+        kind = part["type"]
+        key = "text" if kind in _TEXT_PARTS else "refusal" if kind == "refusal" else None
+        if key is None:
+            pieces.append(f"[{kind}]")
+        elif not isinstance(part.get(key), str):
+            raise invalid(_NOUN, index, f"{where}.{key}", "part_text",
+                          f"a {kind} part needs a string {key!r}")
+        else:
+            pieces.append(part[key])
+    return "\n".join(pieces)
+
+
+def _message(item: Mapping[str, Any], index: int) -> _Item:
+    role_name = item.get("role")
+    role = _MESSAGE_ROLES.get(role_name) if isinstance(role_name, str) else None
+    if role is None:
+        raise invalid(_NOUN, index, "role", "unknown_role",
+                      "role must be user, assistant, system or developer")
+    if "content" not in item:
+        raise invalid(_NOUN, index, "content", "missing_content", "content is required")
+    text = _content_text(item["content"], index, "content")
+    return _Item(role, text, "message", output_side=role is Role.ASSISTANT)
+
+
+def _call(item: Mapping[str, Any], index: int, kind: str) -> _Item:
+    call_id = _string(item, index, "call_id", "missing_id")
+    if kind in ("function_call", "custom_tool_call"):
+        name = _string(item, index, "name", "missing_name")
+        field = "arguments" if kind == "function_call" else "input"
+        body = item.get(field)
+        if not isinstance(body, str):
+            raise invalid(_NOUN, index, field, f"{field}_type", f"{field} must be a string")
+        text = f"[tool call {name}: {body}]"
+    else:
+        name = _LABELS[kind]
+        text = f"[{kind}] {describe(item)}"
+    return _Item(Role.ASSISTANT, text, kind, True, call=f"{kind}:{call_id}", label=name)
+
+
+def _output(item: Mapping[str, Any], index: int, kind: str) -> _Item:
+    id_field = "id" if kind == "local_shell_call_output" and "call_id" not in item else "call_id"
+    call_id = _string(item, index, id_field, "missing_id")
+    body = item.get("output")
+    maskable = kind in _MASK_FIELDS
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        if "output" not in item:
+            raise invalid(_NOUN, index, "output", "missing_output", "output is required")
+        text = _content_text(body, index, "output")
+    elif kind == "computer_call_output":
+        if not isinstance(body, Mapping):
+            raise invalid(_NOUN, index, "output", "output_type", "output must be a screenshot")
+        text = "[computer_screenshot]"
+    elif kind == "shell_call_output":
+        chunks = body if isinstance(body, list) else []
+        maskable = bool(chunks) and all(isinstance(chunk, Mapping) for chunk in chunks) \
+            and isinstance(chunks[-1].get("outcome"), Mapping)
+        text = "\n".join(chunk[key] for chunk in chunks if isinstance(chunk, Mapping)
+                         for key in ("stdout", "stderr") if isinstance(chunk.get(key), str))
+    else:
+        text = body if isinstance(body, str) else f"[{kind}]"
+    role = Role.TOOL if maskable else Role.USER
+    return _Item(role, text, kind, False, answer=f"{_ANSWERS[kind]}:{call_id}")
+
+
+def _reasoning(item: Mapping[str, Any], index: int) -> _Item:
+    texts: list[str] = []
+    for field in ("summary", "content"):
+        parts = item.get(field)
+        if parts is None:
+            continue
+        if not isinstance(parts, list):
+            raise invalid(_NOUN, index, field, f"{field}_type", f"{field} must be a list")
+        if parts:
+            texts.append(_content_text(parts, index, field))
+    sealed = item.get("encrypted_content")
+    if sealed is not None and not isinstance(sealed, str):
+        raise invalid(_NOUN, index, "encrypted_content", "encrypted_content_type",
+                      "encrypted_content must be a string")
+    return _Item(Role.ASSISTANT, "\n\n".join(texts) or "[reasoning]", "reasoning", True)
+
+
+def _other(item: Mapping[str, Any], index: int, kind: str) -> _Item:
+    """Built-in tool calls, MCP items, programs, references and unknown types."""
+    links: tuple[str, ...] = ()
+    label = _LABELS.get(kind)
+    if kind in _LOOSE_PAIRS and isinstance(item.get("call_id"), str):
+        links = (f"{_LOOSE_PAIRS[kind]}:{item['call_id']}",)
+    if kind == "mcp_approval_request":
+        links = (f"approval:{_string(item, index, 'id', 'missing_id')}",)
+    elif kind == "mcp_approval_response":
+        links = (f"approval:{_string(item, index, 'approval_request_id', 'missing_id')}",)
+    elif kind == "mcp_call" and isinstance(item.get("approval_request_id"), str):
+        links = (f"approval:{item['approval_request_id']}",)
+    elif kind == "item_reference":
+        _string(item, index, "id", "missing_id")
+    if kind.startswith("mcp_") and isinstance(item.get("name"), str):
+        label = f"{item.get('server_label')}.{item['name']}"
+    if kind in _SYSTEM_ITEMS:
+        role, output_side = Role.SYSTEM, False
+    elif kind.endswith(("_output", "_response")):
+        role, output_side = Role.USER, False
+    else:
+        role, output_side = Role.ASSISTANT, kind != "compaction"
+    if kind == "program_output" and isinstance(item.get("result"), str):
+        role, text = Role.TOOL, item["result"]
+    elif kind == "item_reference":
+        text = "[item_reference]"
+    else:
+        text = f"[{kind}] {describe(item)}"
+    return _Item(role, text, kind, output_side, links=links, label=label)
+
+
+def _read(item: Any, index: int) -> _Item:
+    if not isinstance(item, Mapping):
+        raise invalid(_NOUN, index, "", "item_type", "an item must be an object")
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind is None and "id" in item:
+        kind = "item_reference"  # the API's own default for an item with only an id
+    if not isinstance(kind, str) or not kind:
+        raise invalid(_NOUN, index, "type", "item_type", "an item needs a string type or a role")
+    if kind == "message":
+        return _message(item, index)
+    if kind in _CALL_OUTPUTS:
+        return _call(item, index, kind)
+    if kind in _ANSWERS:
+        return _output(item, index, kind)
+    if kind == "reasoning":
+        return _reasoning(item, index)
+    return _other(item, index, kind)
+
+
+def _parts(
+    items: Sequence[Any], instructions: str | None, counter: TiktokenEstimator, *, text: bool
+) -> list[Part]:
+    """Read and validate every item; link what must travel together.
+
+    A *response* is a run of consecutive model-produced items (assistant messages, reasoning,
+    calls, references, unknown items); it ends at the next caller-supplied item (a user, system
+    or developer message, any ``*_output`` or ``*_response`` item, a configuration item, a
+    compaction) or at the end. A reasoning item links to every item after it in its response,
+    and must be followed there by a non-reasoning item, as the API requires.
+    """
+    parts: list[Part] = []
+    if instructions is not None:
+        tokens = item_tokens(_as_message(instructions, "developer"), counter)
+        parts.append(Part(-1, Role.SYSTEM, instructions, instructions, tokens, "instructions",
+                          turn_id=INSTRUCTIONS_TURN_ID))
+    issued: dict[str, str | None] = {}
+    approvals: set[str] = set()
+    references: list[str] = []
+    seen_ids: set[str] = set()
+    response: str | None = None
+    unfollowed: int | None = None
+    for index, raw in enumerate(items):
+        item = _read(raw, index)
+        links = list(item.links)
+        if item.kind != "item_reference" and isinstance(raw.get("id"), str):
+            if raw["id"] in seen_ids:
+                raise invalid(_NOUN, index, "id", "duplicated_item_id", "item id used twice")
+            seen_ids.add(raw["id"])
+        if item.output_side:
+            if item.kind == "reasoning":
+                response = response or f"response:{index}"
+                unfollowed = index if unfollowed is None else unfollowed
+            else:
+                unfollowed = None
+            if response is not None:
+                links.append(response)
+        else:
+            _check_followed(unfollowed)
+            response = unfollowed = None
+        calls: tuple[str, ...] = ()
+        answers: tuple[str, ...] = ()
+        label = item.label
+        if item.kind == "item_reference":
+            references.append(f"reference:{index}")
+            links.append(references[-1])
+        if item.call is not None:
+            calls = (item.call,)
+            issued[item.call] = item.label
+        if isinstance(raw.get("caller"), Mapping) and isinstance(raw["caller"].get("caller_id"),
+                                                                 str):
+            links.append(f"program:{raw['caller']['caller_id']}")
+        unknown = item.answer is not None and item.answer not in issued
+        if item.kind == "mcp_approval_request":
+            approvals.add(item.links[0])
+        elif item.kind == "mcp_approval_response" and item.links[0] not in approvals:
+            unknown = True
+            if not references:
+                raise invalid(_NOUN, index, "approval_request_id", "orphaned_approval_response",
+                              "approval response answers no earlier approval request")
+        if unknown and references:
+            # It answers an item we cannot see (stored server-side, named by a reference).
+            links.extend(references)
+        elif item.answer is not None:
+            answers = (item.answer,)
+            label = issued.get(item.answer)
+        parts.append(Part(index, item.role, item.text, raw, item_tokens(raw, counter),
+                          "text" if text else item.kind, calls, answers,
+                          tuple(dict.fromkeys(links)), label))
+    _check_followed(unfollowed)
+    check_call_pairs(parts, _NOUN, "call_id", "call_id")
+    return parts
+
+
+def _check_followed(reasoning_index: int | None) -> None:
+    if reasoning_index is not None:
+        raise invalid(_NOUN, reasoning_index, "type", "reasoning_without_following_item",
+                      "reasoning item has no following item from the same response")
+
+
+def _as_message(text: str, role: str) -> dict[str, Any]:
+    return {"role": role, "content": text}
+
+
+def _plain_input(input_items: Any) -> tuple[list[Any], bool]:
+    """The items as plain data, and whether ``input`` was a string (one user message)."""
+    if isinstance(input_items, str):
+        return [_as_message(input_items, "user")], True
+    if isinstance(input_items, bytes | Mapping) or not isinstance(input_items, Sequence):
+        raise invalid(_NOUN, 0, "input", "input_type", "input must be a string or a list of items")
+    plain = [to_plain(item, where=f"{_NOUN} {index}", index=index)
+             for index, item in enumerate(input_items)]
+    return plain, False
+
+
+def _checked_instructions(instructions: Any) -> str | None:
+    if instructions is not None and not isinstance(instructions, str):
+        raise ValidationError("instructions must be a string or None",
+                              {"field": "instructions", "rule": "instructions_type"})
+    return instructions
+
+
+def to_transcript(
+    input_items: str | Sequence[Any],
+    *,
+    instructions: str | None = None,
+    model: str | None = None,
+    estimator: TokenEstimator | None = None,
+    pin: PinSpec = None,
+    summary_role: str = "user",
+) -> Conversion[Rendered]:
+    """Convert a Responses request's ``input`` (a string, or items as dicts or SDK objects).
+
+    Validates it on the way; ``render`` gives back ``(instructions, input)``. ``pin`` names
+    items by their index in ``input``.
+    """
+    plain, text = _plain_input(input_items)
+    counter = counter_for(estimator or estimator_for(model), model)
+    parts = _parts(plain, _checked_instructions(instructions), counter, text=text)
+    return convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin)
+
+
+class _Zero:
+    def estimate_tokens(self, text: str) -> int:
+        return 0
+
+
+def validate(input_items: str | Sequence[Any], *, instructions: str | None = None) -> None:
+    """Raise ``cutctx.ValidationError`` if the API would reject this input's structure."""
+    plain, text = _plain_input(input_items)
+    _parts(plain, _checked_instructions(instructions), counter_for(_Zero(), None), text=text)
+
+
+def overhead_tokens(tools: Sequence[Any] | None, estimator: TokenEstimator,
+                    model: str | None = None) -> int:
+    """Tokens of a request outside its items: reply priming plus tool definitions."""
+    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
+    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools, counter_for(estimator, model))
+
+
+def count_tokens(
+    input_items: str | Sequence[Any],
+    *,
+    instructions: str | None = None,
+    model: str | None = "gpt-5",
+    tools: Sequence[Any] | None = None,
+    estimator: TokenEstimator | None = None,
+) -> int:
+    """The request's estimated prompt tokens: instructions, every item, priming and tools."""
+    counter = estimator or estimator_for(model)
+    conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter)
+    return conv.transcript.token_estimate() + overhead_tokens(tools, counter, model)
+
+
+def plan(
+    input_items: str | Sequence[Any],
+    *,
+    instructions: str | None = None,
+    model: str | None = "gpt-5",
+    budget: int | CompactionBudget,
+    summarizer: object | None = None,
+    policy: CompactionPolicy | None = None,
+    tools: Sequence[Any] | None = None,
+    pin: PinSpec = None,
+    keep_recent: int = 4,
+    keep_recent_results: int = 2,
+    on_summary_error: OnSummaryError = "raise",
+    estimator: TokenEstimator | None = None,
+    summary_role: str = "user",
+) -> Job:
+    """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
+
+    An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
+    instructions are a turn of the transcript, so they count there).
+    """
+    counter = estimator or estimator_for(model)
+    conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
+                         pin=pin, summary_role=summary_role)
+    overhead = overhead_tokens(tools, counter, model)
+    return start(
+        conv,
+        resolve_budget(budget, overhead, keep_recent),
+        policy=policy,
+        summarizer=summarizer,
+        estimator=counter,
+        overhead=overhead,
+        result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
+        keep_recent_results=keep_recent_results,
+        on_summary_error=on_summary_error,
+        stub_pad=ITEM_TOKENS,  # a masked output is its item framing plus the stub's text
+        measure=lambda rendered: _measure(rendered, counter_for(counter, model), overhead),
+    )
+
+
+def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> int:
+    """Estimated prompt tokens of a rendered request, counted afresh from what will be sent."""
+    instructions, items = rendered
+    if isinstance(items, str):
+        items = [_as_message(items, "user")]
+    total = overhead + sum(item_tokens(item, counter) for item in items)
+    if instructions is not None:
+        total += item_tokens(_as_message(instructions, "developer"), counter)
+    return total
+
+
+def compact(
+    input_items: str | Sequence[Any],
+    *,
+    budget: int | CompactionBudget,
+    instructions: str | None = None,
+    model: str | None = "gpt-5",
+    summarizer: Summarizer | None = None,
+    summary_cache: SummaryCache | None = None,
+    **options: Any,
+) -> CompactionResult:
+    """Compact a Responses ``input`` to ``budget`` prompt tokens.
+
+    Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
+    one, the default chain also folds a span into a summary. See ``plan`` for the options.
+    """
+    job = plan(input_items, instructions=instructions, model=model, budget=budget,
+               summarizer=summarizer, **options)
+    return run(job, summarizer, summary_cache)
+
+
+async def acompact(
+    input_items: str | Sequence[Any],
+    *,
+    budget: int | CompactionBudget,
+    instructions: str | None = None,
+    model: str | None = "gpt-5",
+    summarizer: Summarizer | AsyncSummarizer | None = None,
+    summary_cache: SummaryCache | None = None,
+    **options: Any,
+) -> CompactionResult:
+    """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
+    job = plan(input_items, instructions=instructions, model=model, budget=budget,
+               summarizer=summarizer, **options)
+    return await arun(job, summarizer, summary_cache)
+
+
+def _output_allowance(request: Mapping[str, Any]) -> int | None:
+    value = given(request.get("max_output_tokens"))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _unsupported(request: Mapping[str, Any]) -> str | None:
+    for key in ("previous_response_id", "conversation"):
+        if given(request.get(key)) is not None:
+            return f"the request continues a server-held history ({key}); only the server " \
+                   "can compact it"
+    return None
+
+
+FORMAT = HistoryFormat(
+    name="openai-responses",
+    list_key="input",
+    side_key="instructions",
+    to_transcript=lambda items, side, estimator, pin: to_transcript(
+        items, instructions=given(side), estimator=estimator, pin=pin),
+    split=lambda rendered: rendered,
+    overhead=lambda request, estimator: overhead_tokens(
+        given(request.get("tools")), estimator, given(request.get("model"))),
+    output_allowance=_output_allowance,
+    unsupported=_unsupported,
+)
+"""How Responses requests carry their history (for sessions and the client wrapper)."""
