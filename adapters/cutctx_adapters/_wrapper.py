@@ -11,9 +11,9 @@ import inspect
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ._session import CallReport, CompactionSession
+from ._session import CallReport, CompactionSession, HistoryFormat
 
-__all__ = ["CompactingResource", "ReportCallback", "is_async_client"]
+__all__ = ["CompactingClient", "CompactingResource", "ReportCallback", "is_async_client"]
 
 ReportCallback = Callable[[CallReport], None]
 _RESPONSE_VIEWS = frozenset({"with_raw_response", "with_streaming_response"})
@@ -100,3 +100,45 @@ class _DeferredManager:
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._manager.__aexit__(*exc)
+
+
+class CompactingClient:
+    """What the provider wrappers share: one sticky session per format, the report callback,
+    and delegation of everything else to the wrapped client."""
+
+    def __init__(self, client: Any, formats: Collection[HistoryFormat], *,
+                 on_compaction: ReportCallback | None = None, **settings: Any) -> None:
+        self._client = client
+        self._on_compaction = on_compaction
+        self._is_async = is_async_client(client)
+        self.last_report: CallReport | None = None
+        self.sessions: dict[str, CompactionSession] = {
+            fmt.name: CompactionSession(fmt, **settings) for fmt in formats
+        }
+
+    def _notify(self, report: CallReport) -> None:
+        self.last_report = report
+        if self._on_compaction is not None:
+            self._on_compaction(report)
+
+    def _compacting(self, resource: Any, format_name: str, methods: Collection[str]) -> Any:
+        return CompactingResource(resource, self.sessions[format_name], methods,
+                                  is_async=self._is_async, notify=self._notify)
+
+    @property
+    def wrapped(self) -> Any:
+        """The client this wraps."""
+        return self._client
+
+    def with_options(self, **options: Any) -> Any:
+        """The wrapped client's ``with_options``, still compacting (and sharing its state)."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._client = self._client.with_options(**options)
+        return clone
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._client!r})"
