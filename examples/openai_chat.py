@@ -1,4 +1,4 @@
-"""Compact the bundled coding-agent history (OpenAI Chat Completions), offline, and print the report.
+"""Compact the bundled coding-agent history (OpenAI Chat Completions) offline; print the report.
 
 Run from the repository root: ``python examples/openai_chat.py [BUDGET]``. Token counts use
 tiktoken; without network it needs the BPE file in ``TIKTOKEN_CACHE_DIR`` (see README).

@@ -9,6 +9,10 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cutctx
 from cutctx_adapters.openai import _tokens as tokens_module
 from cutctx_adapters.openai._tokens import (
     AUDIO_TOKENS_PER_SECOND,
@@ -23,10 +27,6 @@ from cutctx_adapters.openai._tokens import (
     tools_tokens,
 )
 from cutctx_adapters.tiktoken import TiktokenEstimator
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import cutctx
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 

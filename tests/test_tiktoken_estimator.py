@@ -14,6 +14,10 @@ import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken.registry
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cutctx
 from cutctx_adapters import tiktoken as tiktoken_module
 from cutctx_adapters.errors import TokenizerUnavailable
 from cutctx_adapters.tiktoken import (
@@ -23,10 +27,6 @@ from cutctx_adapters.tiktoken import (
     encoding_from_file,
     load_encoding,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import cutctx
 
 from .conftest import TIKTOKEN_CACHE_NAMES
 

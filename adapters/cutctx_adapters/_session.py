@@ -10,10 +10,13 @@ under threads and concurrent asyncio calls.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -21,11 +24,13 @@ from cutctx import (
     BudgetUnsatisfiable,
     CompactionPolicy,
     CompactionReport,
+    SummarizationRequest,
     TokenEstimator,
+    TranscriptTurn,
     ValidationError,
 )
 
-from ._canonical_key import content_key
+from ._canonical_key import content_key, span_key
 from ._conversion import Conversion, PinSpec, copy_plain, to_plain
 from ._estimators import estimator_for
 from ._pipeline import (
@@ -77,6 +82,12 @@ class HistoryFormat:
     """Tokens the request reserves for the reply, if it says."""
     unsupported: Callable[[Mapping[str, Any]], str | None] = lambda request: None
     """Why a request's history cannot be compacted here (server-held history), or None."""
+    estimator_for: Callable[[str | None], TokenEstimator] = estimator_for
+    """The text estimator for a model (Anthropic: tiktoken, calibrated inside the format)."""
+    planning: Callable[[Conversion[Any], TokenEstimator, int], Mapping[str, Any]] = (
+        lambda conv, estimator, overhead: {})
+    """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
+    ``plan`` passes them, so a session plans exactly like the functional API."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +179,96 @@ class _LruDict(OrderedDict[str, str]):
             self.move_to_end(key)
             return value
 
+    def __contains__(self, key: object) -> bool:
+        # fulfil asks ``key in cache`` and then reads it: count the question as a use, so
+        # another thread's insert evicts the entry in between only if the cache is tiny.
+        with self._lock:
+            found = super().__contains__(key)
+            if found:
+                self.move_to_end(key)  # type: ignore[arg-type]
+            return found
+
     def __setitem__(self, key: str, value: str) -> None:
         with self._lock:
             super().__setitem__(key, value)
             while len(self) > self._limit:
                 self.popitem(last=False)
+
+
+class _InFlight:
+    """Summaries being produced, by span: a second caller for the same span (another thread, or
+    another task) waits for the first one's text instead of asking the summarizer again."""
+
+    def __init__(self, done: _LruDict) -> None:
+        self._done = done
+        self._lock = threading.Lock()
+        self._flights: dict[str, tuple[Future[str | None], int]] = {}
+
+    def _claim(self, key: str, *, blocking: bool) -> tuple[Future[str | None] | None, bool]:
+        """(the flight, whether the caller owns it and must settle it). A blocking caller never
+        waits for its own thread (its event loop may be the producer): (None, False), ask."""
+        with self._lock:
+            found = self._flights.get(key)
+            if found is None:
+                future: Future[str | None] = Future()
+                self._flights[key] = (future, threading.get_ident())
+                return future, True
+            if blocking and found[1] == threading.get_ident():
+                return None, False
+            return found[0], False
+
+    def _settle(self, key: str, future: Future[str | None], text: object) -> None:
+        usable = text if isinstance(text, str) and text.strip() else None
+        with self._lock:
+            if usable is not None:
+                self._done[key] = usable  # cached before the flight ends: no gap between them
+            self._flights.pop(key, None)
+        if not future.done():
+            future.set_result(usable)  # None (a failure): each waiter asks for itself
+
+    def sync(self, summarizer: AnySummarizer) -> AnySummarizer:
+        def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> Any:
+            key = span_key(request, turns)
+            while True:  # after a failed flight, one waiter takes over and the others wait
+                future, owns = self._claim(key, blocking=True)
+                if future is None:
+                    return summarizer(request, turns)
+                if owns:
+                    break
+                shared = future.result()
+                if shared is not None:
+                    return shared
+            text: object = None
+            try:
+                text = summarizer(request, turns)
+            finally:
+                self._settle(key, future, text)
+            return text
+
+        return summarize
+
+    def asynchronous(self, summarizer: AnySummarizer) -> AnySummarizer:
+        async def summarize(request: SummarizationRequest,
+                            turns: Sequence[TranscriptTurn]) -> Any:
+            key = span_key(request, turns)
+            while True:  # after a failed flight, one waiter takes over and the others wait
+                future, owns = self._claim(key, blocking=False)
+                assert future is not None
+                if owns:
+                    break
+                shared = await asyncio.shield(asyncio.wrap_future(future))
+                if shared is not None:
+                    return shared
+            text: object = None
+            try:
+                text = summarizer(request, turns)
+                if inspect.isawaitable(text):
+                    text = await text
+            finally:
+                self._settle(key, future, text)
+            return text
+
+        return summarize
 
 
 def _fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
@@ -256,10 +352,12 @@ class CompactionSession:
     summary_cache_size: int = 1024
     _views: _ViewStore = field(init=False, repr=False)
     _summaries: _LruDict = field(init=False, repr=False)
+    _in_flight: _InFlight = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._views = _ViewStore(self.max_views, self.max_view_bytes)
         self._summaries = _LruDict(self.summary_cache_size)
+        self._in_flight = _InFlight(self._summaries)
         choose_policy(self.policy, self.summarizer)  # refuse a bad policy now, not mid-call
 
     def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
@@ -267,7 +365,8 @@ class CompactionSession:
         planned = self._plan({**(request or {}), **fields})
         if planned.job is None:
             return Prepared(planned.request, planned.report)
-        return self._finish(planned, _run(planned.job, self.summarizer, self._summaries))
+        summarizer = None if self.summarizer is None else self._in_flight.sync(self.summarizer)
+        return self._finish(planned, _run(planned.job, summarizer, self._summaries))
 
     async def aprepare(self, request: Mapping[str, Any] | None = None,
                        **fields: Any) -> Prepared:
@@ -275,7 +374,9 @@ class CompactionSession:
         planned = self._plan({**(request or {}), **fields})
         if planned.job is None:
             return Prepared(planned.request, planned.report)
-        return self._finish(planned, await _arun(planned.job, self.summarizer, self._summaries))
+        summarizer = (None if self.summarizer is None
+                      else self._in_flight.asynchronous(self.summarizer))
+        return self._finish(planned, await _arun(planned.job, summarizer, self._summaries))
 
     @property
     def stored_views(self) -> int:
@@ -301,7 +402,7 @@ class CompactionSession:
             reason = why_not or f"the request has no {fmt.list_key!r}"
             return _Plan(request, [], "not_possible", reason,
                          CallReport("not_possible", reason, fmt.name, model))
-        estimator = self.estimator or estimator_for(model)
+        estimator = self.estimator or fmt.estimator_for(model)
         items = request[fmt.list_key]
         if isinstance(items, Iterator):
             # The SDKs take any iterable; a generator can be read only once, so read it here
@@ -326,7 +427,7 @@ class CompactionSession:
         if found is not None:
             length, view = found
             candidate = [*view.items, *plain[length:]]
-            conv = fmt.to_transcript(candidate, view.side, estimator, self.pin)
+            conv = fmt.to_transcript(candidate, view.side, estimator, _pins_by_content(conv, plain))
             appended = len(plain) - length
             decision: Decision = "appended" if appended else "reused"
             reason = (f"history extends a known one by {appended} item(s); "
@@ -356,19 +457,24 @@ class CompactionSession:
 
     def _start(self, conv: Conversion[Any], goal: int, overhead: int,
                estimator: TokenEstimator) -> Job:
+        options = {"estimator": estimator, **self.format.planning(conv, estimator, overhead)}
         return start(conv, resolve_budget(goal, overhead, self.keep_recent),
-                     policy=self.policy, summarizer=self.summarizer, estimator=estimator,
-                     overhead=overhead, result_fields=lambda rendered: {},
+                     policy=self.policy, summarizer=self.summarizer, overhead=overhead,
+                     result_fields=lambda rendered: {},
                      keep_recent_results=self.keep_recent_results,
-                     on_summary_error=self.on_summary_error)
+                     on_summary_error=self.on_summary_error, **options)
 
     def _finish(self, planned: _Plan, result: CompactionResult) -> Prepared:
         fmt = self.format
         side, items = fmt.split(result.rendered)
         self._remember(planned.chain, items, side, planned.extends)
         request = self._with(planned.request, side, copy_plain(items))
-        report = replace(planned.report, decision=planned.decision, reason=planned.reason,
-                          tokens_sent=result.tokens_after, compaction=result.report,
+        decision, reason = planned.decision, planned.reason
+        if not result.compacted:  # over the trigger, but every turn was untouchable
+            decision = "appended" if decision == "recompacted" else "unchanged"
+            reason += "; nothing was removable, sent as is"
+        report = replace(planned.report, decision=decision, reason=reason,
+                          tokens_sent=_sent_tokens(result), compaction=result.report,
                           reused_items=_common_prefix(planned.request, request, fmt.list_key),
                           summarization_fallback=result.summarization_fallback)
         return Prepared(request, report)
@@ -389,6 +495,18 @@ class CompactionSession:
             self._views.put(chain[-1], _View(snapshot, side, _size(snapshot)), extends)
 
 
+def _pins_by_content(conv: Conversion[Any], plain: Sequence[dict[str, Any]]) -> PinSpec:
+    """The items ``conv`` (the caller's history) pins, as a predicate for a view plus new items.
+
+    Pins name the caller's positions (or see them), which a view does not keep; a pinned item
+    is kept verbatim in every view, so it is found again by its content."""
+    indexes = {conv.parts[turn.turn_id].index for turn in conv.transcript.turns if turn.pinned}
+    keys = {content_key(plain[i]) for i in indexes if 0 <= i < len(plain)}
+    if not keys:
+        return None
+    return lambda item, _index: content_key(item) in keys
+
+
 def _common_prefix(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
     old, new = before.get(key), after.get(key)
     if not isinstance(old, list) or not isinstance(new, list):
@@ -399,3 +517,8 @@ def _common_prefix(before: Mapping[str, Any], after: Mapping[str, Any], key: str
             break
         count += 1
     return count
+
+
+def _sent_tokens(result: CompactionResult) -> int:
+    """The measured size of what is sent when the format measures it, else the plan's figure."""
+    return result.tokens_after if result.measured_tokens is None else result.measured_tokens

@@ -56,6 +56,7 @@ from .._conversion import (
     invalid,
     to_plain,
 )
+from .._estimators import estimator_for
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -1012,6 +1013,17 @@ def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
                                     to_plain(choice) if choice is not None else None)
 
 
+def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
+              overhead: int) -> dict[str, Any]:
+    """What ``start`` needs beyond the defaults, as ``plan`` passes it: the calibrated stub
+    estimator, the framing a masked result keeps, and a fresh measure of the rendering."""
+    counter = AnthropicTokenCounter(estimator)
+    prepared = _Prepared(_Request([], None, None), [], overhead, counter,
+                         counter.text_estimator)
+    return {"estimator": prepared.estimator, "stub_pad": prepared.stub_pad,
+            "measure": prepared.measure}
+
+
 FORMAT = HistoryFormat(
     name="anthropic-messages",
     list_key="messages",
@@ -1021,5 +1033,7 @@ FORMAT = HistoryFormat(
     split=lambda rendered: rendered,
     overhead=_overhead,
     output_allowance=_output_allowance,
+    estimator_for=lambda _model: estimator_for(None),
+    planning=_planning,
 )
 """How Messages requests carry their history (for sessions and the client wrapper)."""

@@ -232,7 +232,8 @@ def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
-    return [to_plain(message, where=f"{_NOUN} {index}", index=index) for index, message in enumerate(messages)]
+    return [to_plain(message, where=f"{_NOUN} {index}", index=index)
+            for index, message in enumerate(messages)]
 
 
 def to_transcript(
@@ -310,12 +311,18 @@ def plan(
         result_fields=lambda rendered: {"messages": rendered},
         keep_recent_results=keep_recent_results,
         on_summary_error=on_summary_error,
-        measure=lambda rendered: _measure(rendered, counter, overhead),
+        **_planning(conv, counter, overhead),
     )
 
 
-def _measure(messages: list[dict[str, Any]], estimator: TokenEstimator, overhead: int) -> int:
-    return sum(message_tokens(message, estimator) for message in messages) + overhead
+def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
+              overhead: int) -> dict[str, Any]:
+    """What ``start`` needs beyond the defaults: measuring the rendered request."""
+
+    def measure(messages: list[dict[str, Any]]) -> int:
+        return sum(message_tokens(message, estimator) for message in messages) + overhead
+
+    return {"measure": measure}
 
 
 def compact(
@@ -368,5 +375,6 @@ FORMAT = HistoryFormat(
     split=lambda rendered: (None, rendered),
     overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
     output_allowance=_output_allowance,
+    planning=_planning,
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

@@ -525,9 +525,18 @@ def plan(
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
         keep_recent_results=keep_recent_results,
         on_summary_error=on_summary_error,
-        stub_pad=ITEM_TOKENS,  # a masked output is its item framing plus the stub's text
-        measure=lambda rendered: _measure(rendered, counter_for(counter, model), overhead),
+        **_planning(conv, counter_for(counter, model), overhead),
     )
+
+
+def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
+              overhead: int) -> dict[str, Any]:
+    """What ``start`` needs beyond the defaults: exact stub framing and a fresh measure."""
+    counter = counter_for(estimator, getattr(estimator, "model", None))
+    return {
+        "stub_pad": ITEM_TOKENS,  # a masked output is its item framing plus the stub's text
+        "measure": lambda rendered: _measure(rendered, counter, overhead),
+    }
 
 
 def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> int:
@@ -601,5 +610,6 @@ FORMAT = HistoryFormat(
         given(request.get("tools")), estimator, given(request.get("model"))),
     output_allowance=_output_allowance,
     unsupported=_unsupported,
+    planning=_planning,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""
