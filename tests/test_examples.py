@@ -1,0 +1,22 @@
+"""Every example script runs offline and reports a fitting compaction."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_example_script_runs_offline(script: Path, tiktoken_cache: Path) -> None:
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tiktoken_cache)}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=env, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "plan hash:" in result.stdout and "(fits)" in result.stdout
