@@ -1,4 +1,4 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures (at the root, so module doctests get them too)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # /work/shared/tiktoken (beside the repo) holds the files; tiktoken finds a downloaded file in
 # TIKTOKEN_CACHE_DIR under the sha1 of its download URL (names from that folder's README).
 
-SHARED_TIKTOKEN_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "tiktoken"
+SHARED_TIKTOKEN_DIR = Path(__file__).resolve().parent.parent / "shared" / "tiktoken"
 TIKTOKEN_CACHE_NAMES = {
     "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
     "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
@@ -73,6 +73,13 @@ def cl100k(tiktoken_cache: Path) -> TiktokenEstimator:
     from cutctx_adapters.tiktoken import TiktokenEstimator
 
     return TiktokenEstimator(encoding="cl100k_base")
+
+
+@pytest.fixture(autouse=True)
+def _doctests_count_offline(request: pytest.FixtureRequest) -> None:
+    """Docstring examples that count tokens get the seeded tiktoken cache too."""
+    if isinstance(request.node, pytest.DoctestItem):
+        request.getfixturevalue("tiktoken_cache")
 
 
 # --- end of tiktoken fixtures -----------------------------------------------------------------
