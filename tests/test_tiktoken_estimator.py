@@ -28,7 +28,7 @@ from cutctx_adapters.tiktoken import (
     load_encoding,
 )
 
-from .conftest import TIKTOKEN_CACHE_NAMES
+from conftest import TIKTOKEN_CACHE_NAMES
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
