@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cutctx
+from conftest import TIKTOKEN_CACHE_NAMES
 from cutctx_adapters import tiktoken as tiktoken_module
 from cutctx_adapters.errors import TokenizerUnavailable
 from cutctx_adapters.tiktoken import (
@@ -27,8 +28,6 @@ from cutctx_adapters.tiktoken import (
     encoding_from_file,
     load_encoding,
 )
-
-from conftest import TIKTOKEN_CACHE_NAMES
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
