@@ -1,0 +1,120 @@
+"""The argument parser; usage errors are one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+import cutctx
+
+from . import _commands
+from ._errors import EXIT_BAD_INPUT
+from ._formats import FORMATS
+from ._options import DEFAULT_RESERVE, POLICIES
+
+__all__ = ["build_parser"]
+
+_DESCRIPTION = """\
+Inspect, count and compact a saved LLM conversation history, offline.
+
+FILE is a JSON list of Chat Completions messages, a Responses `input` list, an Anthropic
+{"system", "messages"} object, or a whole request body ({"model", "messages" | "input", ...}),
+possibly wrapped as {"request": {...}}; use - for standard input. The format is detected (use
+--format to force it).
+"""
+_EPILOG = """\
+format detection: an object with "input" is openai-responses; one with "messages" is anthropic
+if it has a top-level "system", Anthropic content blocks or a claude model, else openai-chat; a
+list is openai-responses if its items carry Responses types (function_call, reasoning, ...,
+input_text parts), anthropic if they hold tool_use/tool_result/thinking blocks, else openai-chat.
+
+exit codes: 0 success, 1 the history does not fit the budget, 2 bad input or usage (one line on
+stderr), 3 internal error. Token counts use tiktoken, which needs its BPE files: offline, point
+TIKTOKEN_CACHE_DIR at a directory holding them.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are a single line."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"cutctx: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _index(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a message index, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cutctx`` parser: ``inspect``, ``count`` and ``compact``."""
+    parser = _Parser(prog="cutctx", description=_DESCRIPTION, epilog=_EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"cutctx {cutctx.__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    source = _Parser(add_help=False)
+    source.add_argument("file", metavar="FILE", help="the history (JSON); - for standard input")
+    source.add_argument("--format", choices=list(FORMATS), help="skip detection")
+    source.add_argument("--model", help="model for token counts and the context window "
+                        "(default: the file's, else the format's default)")
+    source.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
+                        help="message/item indexes no policy may touch (negative from the end)")
+    source.add_argument("--keep-recent", type=_count, metavar="K",
+                        help="protect the K most recent turns (default 4)")
+    source.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    plan = _Parser(add_help=False)
+    plan.add_argument("--budget", type=_count, metavar="N",
+                      help="prompt budget in tokens (default: the model's window minus the "
+                           "reserve)")
+    plan.add_argument("--window", type=_count, metavar="N",
+                      help="context window in tokens (default: the model's)")
+    plan.add_argument("--reserve", type=_count, metavar="N",
+                      help="tokens kept for the reply (default: the body's max_tokens / "
+                           f"max_completion_tokens / max_output_tokens, else {DEFAULT_RESERVE})")
+    plan.add_argument("--policy", choices=POLICIES, default="default",
+                      help="default: mask old tool results, then summarize, then drop the "
+                           "oldest; or one of them alone")
+
+    table = _Parser(add_help=False)
+    table.add_argument("--all", action="store_true",
+                       help="show every row (long histories are elided in the middle)")
+
+    inspect = commands.add_parser(
+        "inspect", parents=[source, plan, table], help="show the planned compaction",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Plan a compaction and show, per turn, its tokens and planned action.")
+    inspect.set_defaults(run=_commands.inspect)
+
+    count = commands.add_parser(
+        "count", parents=[source, table], help="per-message and total tokens",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Estimated tokens per turn and for the whole request.")
+    count.set_defaults(run=_commands.count)
+
+    compact = commands.add_parser(
+        "compact", parents=[source, plan], help="write the compacted history",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write the compacted history in the same format and shape as FILE.")
+    compact.add_argument("-o", "--output", default="-", metavar="OUT",
+                         help="where to write (default: standard output)")
+    compact.add_argument("--summarizer", default="offline", metavar="SPEC",
+                         help="offline (default: deterministic, no model), openai:MODEL or "
+                              "anthropic:MODEL (uses the SDK's environment for keys)")
+    compact.set_defaults(run=_commands.compact)
+    return parser

@@ -1,0 +1,228 @@
+"""Reading a saved history, telling its format, and writing one back in the same shape.
+
+Accepted shapes: a bare list (Chat ``messages``, Responses ``input`` items, Anthropic
+``messages``), a request body (``{"model", "messages" | "input", ...}``, Anthropic's with
+``system``), or either wrapped as ``{"request": {...}, ...}``.
+
+Detection, first match wins (``--format`` skips it):
+
+* object with ``input`` (or ``instructions`` and no ``messages``) → ``openai-responses``;
+* object with ``messages`` and a top-level ``system`` (Chat has none), or Anthropic-only content
+  blocks, or a ``claude`` model → ``anthropic``; other objects with ``messages`` → ``openai-chat``;
+* list whose items carry a Responses item ``type`` (``message``, ``function_call``, ``reasoning``
+  …) or Responses content parts (``input_text``, ``output_text`` …) → ``openai-responses``;
+* list with Anthropic content blocks (``tool_use``, ``tool_result``, ``thinking`` …) →
+  ``anthropic``; any other list → ``openai-chat``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import CliError
+from ._formats import FORMATS, Format, format_named
+
+__all__ = ["Document", "detect", "load", "read_json", "write_json"]
+
+RESPONSES_ITEM_TYPES = frozenset({
+    "message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
+    "custom_tool_call_output", "web_search_call", "file_search_call", "computer_call",
+    "computer_call_output", "code_interpreter_call", "image_generation_call", "local_shell_call",
+    "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+    "apply_patch_call_output", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "item_reference", "compaction",
+})
+RESPONSES_PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file",
+                                  "input_audio"})
+ANTHROPIC_BLOCK_TYPES = frozenset({
+    "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use",
+    "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+    "mcp_tool_use", "mcp_tool_result", "document", "search_result", "container_upload",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A history as read from a file, with what writing it back in the same shape needs."""
+
+    source: str
+    format: Format
+    reason: str
+    """Why this format: ``"--format"`` or the detection rule that matched."""
+    history: Any
+    side: Any
+    """The system prompt or instructions, if the file has them."""
+    body: Mapping[str, Any] | None
+    """The request body, when the file is one (not a bare list)."""
+    wrapper: Mapping[str, Any] | None
+    """The ``{"request": ...}`` object around the body, if any."""
+
+    @property
+    def model(self) -> str | None:
+        """The model the body names, if any."""
+        model = self.body.get("model") if self.body is not None else None
+        return model if isinstance(model, str) and model else None
+
+    @property
+    def output_allowance(self) -> tuple[str, int] | None:
+        """The body field reserving tokens for the reply, and its value, if there is one."""
+        if self.body is None:
+            return None
+        for key in ("max_completion_tokens", "max_output_tokens", "max_tokens"):
+            value = self.body.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return key, value
+        return None
+
+    def rebuild(self, side: Any, history: list[dict[str, Any]]) -> Any:
+        """The same shape as the input with the history (and side field) replaced."""
+        if self.body is None:
+            return history
+        body = dict(self.body)
+        body[self.format.history_key] = history
+        key = self.format.side_key
+        if key is not None and (key in body or side is not None):
+            body[key] = side
+        if self.wrapper is None:
+            return body
+        return {**self.wrapper, "request": body}
+
+
+def read_json(path: str) -> Any:
+    """Parse the JSON at ``path`` (``-``: standard input), or a ``CliError`` naming the problem."""
+    name = _display(path)
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise CliError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{name}: is a directory, not a file") from None
+    except PermissionError:
+        raise CliError(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise CliError(f"{name}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{name}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    if not text.strip():
+        raise CliError(f"{name}: empty file, expected JSON") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{name}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
+            from None
+    except RecursionError:
+        raise CliError(f"{name}: JSON nested too deeply") from None
+
+
+def load(path: str, forced: str | None = None) -> Document:
+    """Read ``path`` and split it into history, side field and shape."""
+    name = _display(path)
+    data = read_json(path)
+    wrapper: Mapping[str, Any] | None = None
+    if (isinstance(data, dict) and isinstance(data.get("request"), dict)
+            and "messages" not in data and "input" not in data):
+        wrapper, data = data, data["request"]
+    if not isinstance(data, list | dict):
+        raise CliError(f"{name}: expected a JSON list of messages or a request object, "
+                       f"got {_json_type(data)}")
+    try:
+        fmt, reason = (format_named(forced), "--format") if forced else detect(data)
+    except CliError as exc:
+        raise CliError(f"{name}: {exc}") from None
+    if isinstance(data, list):
+        return Document(name, fmt, reason, data, None, None, None)
+    if fmt.history_key not in data:
+        raise CliError(f"{name}: no {fmt.history_key!r} field for the {fmt.name} format "
+                       f"(object keys: {', '.join(sorted(map(str, data))) or 'none'})")
+    side = data.get(fmt.side_key) if fmt.side_key is not None else None
+    return Document(name, fmt, reason, data[fmt.history_key], side, data, wrapper)
+
+
+def detect(data: Any) -> tuple[Format, str]:
+    """The format of a parsed history and the rule that decided it; see the module docstring."""
+    if isinstance(data, dict):
+        if "input" in data or ("instructions" in data and "messages" not in data):
+            return FORMATS["openai-responses"], "object with 'input'"
+        if "messages" not in data:
+            raise CliError("cannot tell the format: expected an object with 'messages' or "
+                           "'input' (or 'request' holding one); use --format to force one")
+        if "system" in data:
+            return FORMATS["anthropic"], "top-level 'system'"
+        if _has_anthropic_blocks(data["messages"]):
+            return FORMATS["anthropic"], "Anthropic content blocks"
+        model = data.get("model")
+        if isinstance(model, str) and model.startswith("claude"):
+            return FORMATS["anthropic"], "a claude model"
+        return FORMATS["openai-chat"], "object with 'messages'"
+    if isinstance(data, list):
+        if _has_responses_items(data):
+            return FORMATS["openai-responses"], "Responses item types"
+        if _has_anthropic_blocks(data):
+            return FORMATS["anthropic"], "Anthropic content blocks"
+        return FORMATS["openai-chat"], "a list of messages"
+    raise CliError(f"cannot tell the format of {_json_type(data)}; expected a list or an object")
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write ``data`` as indented JSON to ``path`` (``-``: standard output)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
+
+
+def _items(history: Any) -> list[Mapping[str, Any]]:
+    return [item for item in history if isinstance(item, Mapping)] \
+        if isinstance(history, list) else []
+
+
+def _has_responses_items(history: Any) -> bool:
+    for item in _items(history):
+        kind = item.get("type")
+        if kind in RESPONSES_ITEM_TYPES or (isinstance(kind, str) and "role" not in item):
+            return True
+        if any(block.get("type") in RESPONSES_PART_TYPES for block in _blocks(item)):
+            return True
+    return False
+
+
+def _has_anthropic_blocks(history: Any) -> bool:
+    return any(block.get("type") in ANTHROPIC_BLOCK_TYPES
+               or (block.get("type") == "image" and "source" in block)
+               for item in _items(history) for block in _blocks(item))
+
+
+def _blocks(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = item.get("content")
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, Mapping)]
+
+
+def _display(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    if isinstance(value, int | float):
+        return "a JSON number"
+    if isinstance(value, str):
+        return "a JSON string"
+    if value is None:
+        return "JSON null"
+    return f"a JSON {type(value).__name__}"

@@ -1,0 +1,118 @@
+"""Shared pieces of the benchmarks: the long agent session, offline tiktoken, a summarizer.
+
+The long session is every shared SWE-agent run (``../shared/histories/openai-chat``, read in
+place, never copied) one after another behind ONE system prompt: each run's own system message
+is dropped, its user/assistant/tool messages kept, and its tool-call ids made unique per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cutctx import SummarizationRequest, TranscriptTurn
+
+__all__ = [
+    "HISTORIES",
+    "REPO",
+    "SHARED",
+    "FirstSentences",
+    "agent_session",
+    "first_sentences",
+    "load_langchain",
+    "requests_of",
+    "seed_tiktoken",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CUTCTX_SHARED", REPO.parent / "shared"))
+HISTORIES = SHARED / "histories" / "openai-chat"
+_TIKTOKEN_FILES = {  # file in ../shared/tiktoken -> the name tiktoken caches it under
+    "o200k_base.tiktoken": "fb374d419588a4632f3f557e76b4b70aebbca790",
+    "cl100k_base.tiktoken": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+}
+
+
+def seed_tiktoken() -> Path:
+    """Point ``TIKTOKEN_CACHE_DIR`` at a temporary copy of the shared BPE files (offline use).
+
+    Call before the first encoding is loaded. A cache directory already set and holding the
+    files is left as it is.
+    """
+    current = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if current and all((Path(current) / name).is_file() for name in _TIKTOKEN_FILES.values()):
+        return Path(current)
+    cache = Path(tempfile.mkdtemp(prefix="cutctx-tiktoken-"))
+    for source, name in _TIKTOKEN_FILES.items():
+        path = SHARED / "tiktoken" / source
+        if not path.is_file():
+            raise SystemExit(f"missing {path}: the benchmarks need the shared tiktoken files")
+        shutil.copyfile(path, cache / name)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    return cache
+
+
+def _runs() -> list[tuple[str, list[dict[str, Any]]]]:
+    files = sorted(HISTORIES.glob("swe-agent-*.json"))
+    if not files:
+        raise SystemExit(f"no SWE-agent histories in {HISTORIES}")
+    return [(path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in files]
+
+
+def _unique_ids(message: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The message with its tool-call ids suffixed by the run's tag (runs reuse ids)."""
+    out = dict(message)
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [{**call, "id": f"{call['id']}_{tag}"} for call in out["tool_calls"]]
+    if isinstance(out.get("tool_call_id"), str):
+        out["tool_call_id"] = f"{out['tool_call_id']}_{tag}"
+    return out
+
+
+def agent_session() -> list[dict[str, Any]]:
+    """The long session: the first run's system prompt, then every run's other messages."""
+    runs = _runs()
+    system = next(m for m in runs[0][1] if m.get("role") == "system")
+    session: list[dict[str, Any]] = [dict(system)]
+    for number, (_name, messages) in enumerate(runs):
+        session.extend(_unique_ids(m, f"r{number}") for m in messages if m.get("role") != "system")
+    return session
+
+
+def requests_of(session: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The agent's calls: for each assistant message, the history before it (its request)."""
+    return [list(session[:index]) for index, message in enumerate(session)
+            if message.get("role") == "assistant"]
+
+
+class FirstSentences:
+    """A deterministic, offline summarizer: the first sentence of each folded turn, bounded by
+    the request's ``target_tokens`` (~4 characters a token). Counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+        self.calls += 1
+        lines = [f"{turn.role.value}: {turn.content.strip().split('. ')[0][:200]}"
+                 for turn in turns]
+        return "\n".join(lines)[: max(80, request.target_tokens * 4)]
+
+
+def first_sentences() -> FirstSentences:
+    """A fresh ``FirstSentences`` summarizer (its own call count)."""
+    return FirstSentences()
+
+
+def load_langchain() -> Any | None:
+    """``langchain_core.messages`` if installed (an optional dependency of the benchmarks)."""
+    try:
+        import langchain_core.messages as messages
+    except ImportError:
+        return None
+    return messages

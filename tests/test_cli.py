@@ -1,0 +1,567 @@
+"""The ``cutctx`` command line, run as users run it: the real entry point in a subprocess.
+
+Every bundled history in ``examples/histories/`` goes through ``inspect``, ``inspect --json``,
+``count`` and ``compact -o`` (the output re-read and validated with its format's ``validate``);
+malformed files and the shared invalid requests must give exit 2 and one stderr line. The
+subprocesses are started together up front (each pays for importing the SDK and loading a BPE
+file) and the tests below check their results.
+"""
+
+from __future__ import annotations
+
+import doctest
+import functools
+import importlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples" / "histories").glob("*.json"))
+SHARED_INVALID = sorted(
+    (ROOT.parent / "shared" / "histories" / "requests" / "invalid").glob("*.json"))
+SCRIPT = Path(sys.executable).parent / "cutctx"
+CHAT = ROOT / "examples" / "histories" / "coding_agent.openai_chat.json"
+RESPONSES = ROOT / "examples" / "histories" / "coding_agent.openai_responses.json"
+MALFORMED: Mapping[str, bytes] = {
+    "not_json.json": b'{"messages": [',
+    "empty.json": b"",
+    "number.json": b"42",
+    "unknown_format.json": b'{"model": "gpt-4o", "prompt": "hi"}',
+}
+"""Run in a subprocess; more bad files are checked in process (``MORE_MALFORMED``)."""
+MORE_MALFORMED: Mapping[str, bytes] = {
+    "whitespace.json": b" \n\t\n",
+    "string.json": b'"hello"',
+    "not_utf8.json": b'["\xff\xfe"]',
+    "bad_role.json": b'[{"role": "wizard", "content": "abracadabra"}]',
+    "tool_calls_type.json": b'[{"role": "assistant", "content": "abracadabra", "tool_calls": {}}]',
+    "deep.json": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A finished subprocess."""
+
+    args: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+
+    def explain(self) -> str:
+        return f"cutctx {' '.join(self.args)} → {self.code}\nstdout:\n{self.stdout[-3000:]}\n" \
+               f"stderr:\n{self.stderr[-3000:]}"
+
+
+def _format_name(path: Path) -> str:
+    from cutctx_adapters.cli._io import load
+
+    return load(str(path)).format.name
+
+
+def _missing_module(path: Path) -> str | None:
+    """Why ``path``'s format cannot be tested yet (its adapter module is missing), or None."""
+    from cutctx_adapters.cli._formats import FORMATS
+
+    fmt = FORMATS[_format_name(path)]
+    try:
+        importlib.import_module(fmt.module_name)
+    except ImportError as exc:
+        return f"{fmt.name} adapter not available yet ({fmt.module_name}: {exc})"
+    return None
+
+
+def _cases() -> dict[str, tuple[str, ...]]:
+    """Every subprocess the tests need, by name: argument lists with ``{tmp}``/``{tight}``."""
+    cases: dict[str, tuple[str, ...]] = {}
+    for path in EXAMPLES:
+        if _missing_module(path):
+            continue
+        name, file = path.stem, str(path)
+        cases[f"inspect:{name}"] = ("inspect", file)
+        cases[f"inspect-json:{name}"] = ("inspect", file, "--json")
+        cases[f"count:{name}"] = ("count", file)
+        cases[f"compact:{name}"] = ("compact", file, "--budget", "{tight}", "--keep-recent", "2",
+                                    "-o", "{tmp}/" + path.name, "--json")
+    for path in SHARED_INVALID:
+        if not _missing_module(path):
+            cases[f"invalid:{path.stem}"] = ("inspect", str(path))
+    for name in MALFORMED:
+        cases[f"malformed:{name}"] = ("inspect", "{tmp}/" + name)
+    cases["missing-file"] = ("count", "{tmp}/does-not-exist.json")
+    cases["bad-format-option"] = ("inspect", str(EXAMPLES[0]), "--format", "openai-completions")
+    cases["no-command"] = ()
+    cases["no-bpe"] = ("count", str(CHAT))
+    return cases
+
+
+@functools.cache
+def _tight_budget(path: Path) -> int:
+    """A budget that forces compaction but can be met: about half of what may be removed."""
+    from cutctx import BudgetUnsatisfiable, DropOldestPolicy
+    from cutctx_adapters.cli._io import load
+
+    doc = load(str(path))
+    model = doc.model or doc.format.default_model
+
+    def plan(budget: int) -> Any:
+        return doc.format.plan(doc.history, doc.side, doc.body, model=model, budget=budget,
+                               policy=DropOldestPolicy(), summarizer=None, keep_recent=2)
+
+    job = plan(2**62)
+    overhead, history = int(job.overhead), int(job.plan.tokens_before)
+    try:
+        plan(overhead)
+    except BudgetUnsatisfiable as exc:
+        fixed = int(exc.details["untouchable_tokens"])
+    else:
+        fixed = 0
+    return overhead + fixed + (history - fixed) // 2 + _SLACK
+
+
+_SLACK = 48
+"""Room for what a compacted request adds (an Anthropic "messages omitted" note, framing)."""
+
+
+@functools.cache
+def _total_tokens(path: Path) -> int:
+    from cutctx_adapters.cli._io import load
+
+    doc = load(str(path))
+    job = doc.format.plan(doc.history, doc.side, doc.body, model=doc.model or
+                          doc.format.default_model, budget=2**62, policy=None, summarizer=None)
+    return int(job.plan.tokens_before + job.overhead)
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """Every case's result, and the directory their files were written to."""
+
+    tmp: Path
+    results: Mapping[str, Run]
+
+    def __getitem__(self, name: str) -> Run:
+        return self.results[name]
+
+
+@pytest.fixture(scope="session")
+def runs(tiktoken_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Run every case at once (in parallel), then hand the results to the tests."""
+    tmp = tmp_path_factory.mktemp("cli")
+    for name, data in MALFORMED.items():
+        (tmp / name).write_bytes(data)
+    empty_cache = tmp_path_factory.mktemp("empty-tiktoken-cache")
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tiktoken_cache), "COLUMNS": "100",
+           "PYTHONIOENCODING": "utf-8"}
+    for variable in ("FORCE_COLOR", "CUTCTX_DEBUG"):
+        env.pop(variable, None)
+    offline = {**env, "TIKTOKEN_CACHE_DIR": str(empty_cache),
+               "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+               "NO_PROXY": ""}
+    tight = {path.stem: _tight_budget(path) for path in EXAMPLES if not _missing_module(path)}
+
+    def one(item: tuple[str, tuple[str, ...]]) -> tuple[str, Run]:
+        name, template = item
+        stem = name.partition(":")[2]
+        args = tuple(arg.format(tmp=tmp, tight=tight.get(stem, 0)) for arg in template)
+        done = subprocess.run([sys.executable, "-m", "cutctx_adapters", *args], cwd=ROOT,
+                              env=offline if name == "no-bpe" else env,
+                              capture_output=True, timeout=120, check=False)
+        return name, Run(args, done.returncode, done.stdout.decode("utf-8"),
+                         done.stderr.decode("utf-8"))
+
+    workers = max(2, min(8, (os.cpu_count() or 2) + 1))
+    with ThreadPoolExecutor(workers) as pool:
+        return Runs(tmp, dict(pool.map(one, _cases().items())))
+
+
+def _example_ids(paths: Sequence[Path]) -> list[Any]:
+    params = []
+    for path in paths:
+        reason = _missing_module(path)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+def _one_error_line(run: Run) -> str:
+    assert run.code == 2, run.explain()
+    assert "Traceback" not in run.stderr, run.explain()
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.explain()
+    assert lines[0].startswith("cutctx: error: "), run.explain()
+    assert run.stdout == "", run.explain()
+    return lines[0]
+
+
+# --- every bundled history, in a subprocess ---------------------------------------------------
+
+
+def test_every_format_has_a_bundled_history() -> None:
+    from cutctx_adapters.cli._formats import FORMATS
+
+    assert {_format_name(path) for path in EXAMPLES} == set(FORMATS)
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_inspect_table(runs: Runs, path: Path) -> None:
+    run = runs[f"inspect:{path.stem}"]
+    assert run.code == 0, run.explain()
+    assert run.stderr == "", run.explain()
+    out = run.stdout
+    assert path.name in out and _format_name(path) in out
+    for word in ("role", "tokens", "action", "budget", "policy", "✓ fits"):
+        assert word in out, word
+    plan_line = next(line for line in out.splitlines() if line.startswith("plan"))
+    assert len(plan_line.split()[1]) == 64
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_inspect_json(runs: Runs, path: Path) -> None:
+    run = runs[f"inspect-json:{path.stem}"]
+    assert run.code == 0, run.explain()
+    data = json.loads(run.stdout)
+    assert {"plan", "report", "format", "budget", "turns"} <= set(data)
+    assert data["format"] == _format_name(path)
+    assert data["fits"] is True and data["report"]["budget_unmet"] is False
+    assert all(action["action"] == "keep" for action in data["plan"]["actions"])
+    assert len(data["turns"]) == len(data["plan"]["actions"]) == data["report"]["turns_before"]
+    budget = data["budget"]
+    assert budget["max_prompt_tokens"] == budget["window"] - budget["reserve"]
+    assert data["report"]["plan_hash"] in runs[f"inspect:{path.stem}"].stdout
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_count(runs: Runs, path: Path) -> None:
+    run = runs[f"count:{path.stem}"]
+    assert run.code == 0, run.explain()
+    total_line = next(line for line in run.stdout.splitlines() if line.startswith("total"))
+    assert int(total_line.split()[1].replace(",", "")) > 0
+    assert len([line for line in run.stdout.splitlines() if "%" in line]) >= 2
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_compact_is_valid_and_same_shape(runs: Runs, path: Path) -> None:
+    from cutctx_adapters.cli._io import load
+
+    run = runs[f"compact:{path.stem}"]
+    assert run.code in (0, 1), run.explain()
+    report = json.loads(run.stdout)["report"]
+    if _total_tokens(path) - _tight_budget(path) > 4 * _SLACK:
+        assert report["masked_turn_ids"] or report["summarized_turn_ids"] or \
+            report["dropped_turn_ids"]
+    out_path = runs.tmp / path.name
+    original = json.loads(path.read_text(encoding="utf-8"))
+    written = json.loads(out_path.read_text(encoding="utf-8"))
+    _assert_same_shape(original, written)
+    doc = load(str(out_path))
+    assert doc.format.name == _format_name(path)
+    doc.format.validate(doc.history, doc.side, doc.body)
+    if report["summary_turn_ids"]:
+        assert "Earlier turns (" in out_path.read_text(encoding="utf-8")
+
+
+def _assert_same_shape(original: Any, written: Any) -> None:
+    assert type(written) is type(original)
+    if not isinstance(original, dict):
+        return
+    if "request" in original and "messages" not in original and "input" not in original:
+        assert list(written) == list(original)
+        assert {k: v for k, v in written.items() if k != "request"} == \
+            {k: v for k, v in original.items() if k != "request"}
+        _assert_same_shape(original["request"], written["request"])
+        return
+    history = ("input", "instructions", "messages", "system")
+    assert [k for k in written if k not in history] == [k for k in original if k not in history]
+    assert {k: v for k, v in written.items() if k not in history} == \
+        {k: v for k, v in original.items() if k not in history}
+
+
+# --- bad input, in a subprocess -------------------------------------------------------------------
+
+_UNDETECTABLE = {
+    "anthropic_thinking_block_modified": "a modified thinking block cannot be told from one "
+    "request (only the API checks its signature); anthropic.messages.validate needs original=",
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_malformed_file(runs: Runs, name: str) -> None:
+    line = _one_error_line(runs[f"malformed:{name}"])
+    assert name in line
+    assert "abracadabra" not in line  # never message content
+
+
+def _invalid_ids() -> list[Any]:
+    params = []
+    for path in SHARED_INVALID:
+        reason = _missing_module(path)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        if path.stem in _UNDETECTABLE:
+            marks.append(pytest.mark.xfail(strict=True, reason=_UNDETECTABLE[path.stem]))
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("path", _invalid_ids())
+def test_shared_invalid_request(runs: Runs, path: Path) -> None:
+    line = _one_error_line(runs[f"invalid:{path.stem}"])
+    assert path.name in line and "invalid history" in line and "rule" in line
+    assert "message " in line or "item " in line
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("missing-file", "no such file"),
+    ("bad-format-option", "invalid choice"),
+    ("no-command", "required"),
+    ("no-bpe", "TIKTOKEN_CACHE_DIR"),
+])
+def test_usage_errors_are_one_line(runs: Runs, case: str, expected: str) -> None:
+    assert expected in _one_error_line(runs[case])
+
+
+def test_stdin_to_stdout(tiktoken_cache: Path, monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    class Stdin:
+        buffer = io.BytesIO(CHAT.read_bytes())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    code, out, err = _main(capsys, "compact", "-", "--budget", "9000")
+    assert code == 0
+    assert json.loads(out)["model"] == "gpt-4o"
+    assert err.startswith("wrote standard output (openai-chat)")
+
+
+@pytest.mark.parametrize("name", list(MORE_MALFORMED))
+def test_more_malformed_files(tiktoken_cache: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str], name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(MORE_MALFORMED[name])
+    for command in ("inspect", "count", "compact"):
+        code, out, err = _main(capsys, command, path)
+        assert code == 2 and out == "", err
+        assert err.count("\n") == 1 and err.startswith(f"cutctx: error: {path}: "), err
+        assert "abracadabra" not in err
+
+
+@pytest.mark.skipif(not SCRIPT.is_file(), reason="the cutctx console script is not installed")
+def test_console_script(tiktoken_cache: Path) -> None:
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tiktoken_cache)}
+    done = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("cutctx ")
+    done = subprocess.run([str(SCRIPT), "inspect", "/nonexistent/history.json"],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (
+        2, "cutctx: error: /nonexistent/history.json: no such file\n")
+
+
+# --- in process: options, exit codes, shapes (the tokenizer loads once) -----------------------
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    from cutctx_adapters.cli import main
+
+    code = main([str(arg) for arg in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_compact_all_keep_is_lossless(tiktoken_cache: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    code, out, _ = _main(capsys, "compact", path, "-o", tmp_path / "out.json")
+    assert code == 0 and "nothing to do" in out
+    written = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert written == json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_inspect_under_pressure(tiktoken_cache: Path, capsys: pytest.CaptureFixture[str],
+                                path: Path) -> None:
+    code, out, _ = _main(capsys, "inspect", path, "--json", "--budget", _tight_budget(path),
+                         "--keep-recent", "2")
+    data = json.loads(out)
+    assert code == (1 if data["report"]["budget_unmet"] else 0)
+    if _total_tokens(path) - _tight_budget(path) > 4 * _SLACK:
+        assert data["tokens_after"] < data["tokens_before"]
+    planned = [turn for turn in data["turns"] if turn["action"] != "summary"]
+    assert [turn["turn_id"] for turn in planned] == \
+        [action["turn_id"] for action in data["plan"]["actions"]]
+    code, out, _ = _main(capsys, "inspect", path, "--budget", _tight_budget(path),
+                         "--keep-recent", "2", "--all")
+    assert data["report"]["plan_hash"] in out
+
+
+def test_inspect_plans_what_compact_does(tiktoken_cache: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    for path in (CHAT, RESPONSES):
+        options = ("--budget", "7000", "--keep-recent", "3", "--pin", "2", "--json")
+        _, inspected, _ = _main(capsys, "inspect", path, *options)
+        _, compacted, _ = _main(capsys, "compact", path, *options, "-o", tmp_path / "out.json")
+        assert json.loads(inspected)["report"] == json.loads(compacted)["report"]
+        assert json.loads(inspected)["report"]["summary_turn_ids"]
+
+
+def test_budget_unmet_exits_1(tiktoken_cache: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "inspect", CHAT, "--policy", "mask", "--budget", "4000")
+    assert code == 1 and "✗ over by" in out
+    code, out, _ = _main(capsys, "compact", CHAT, "--policy", "mask", "--budget", "4000",
+                         "-o", tmp_path / "unmet.json")
+    assert code == 1 and "over budget" in out
+    assert (tmp_path / "unmet.json").is_file()
+
+
+def test_policies(tiktoken_cache: Path, tmp_path: Path,
+                  capsys: pytest.CaptureFixture[str]) -> None:
+    from cutctx_adapters.openai import chat
+
+    seen = {}
+    for policy in ("default", "mask", "summarize", "drop"):
+        code, out, _ = _main(capsys, "inspect", CHAT, "--json", "--budget", "6000",
+                             "--policy", policy)
+        seen[policy] = {turn["action"] for turn in json.loads(out)["turns"]} - {"keep"}
+    assert seen["mask"] == {"mask"} and seen["drop"] == {"drop"}
+    assert seen["summarize"] == {"summarize", "summary"}
+    code, out, _ = _main(capsys, "compact", CHAT, "--policy", "drop", "--budget", "8000",
+                         "-o", tmp_path / "dropped.json")
+    assert code == 0 and "dropped" in out and "summarized" not in out
+    chat.validate(json.loads((tmp_path / "dropped.json").read_text("utf-8"))["messages"])
+
+
+def test_pin_keep_recent_window_reserve_model(tiktoken_cache: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "inspect", CHAT, "--json", "--budget", "6000",
+                         "--pin", "1", "3", "--keep-recent", "6")
+    by_where = {turn["where"]: turn for turn in json.loads(out)["turns"]}
+    assert by_where["1"]["pinned"] and by_where["1"]["action"] == "keep"
+    assert by_where["3"]["pinned"] and by_where["3"]["action"] == "keep"
+    assert all(by_where[str(i)]["action"] == "keep" for i in range(52, 58))
+    code, out, _ = _main(capsys, "inspect", CHAT, "--json", "--window", "20000",
+                         "--reserve", "2000", "--model", "gpt-4.1")
+    data = json.loads(out)
+    assert data["model"] == "gpt-4.1"
+    assert data["budget"] == {"max_prompt_tokens": 18000, "window": 20000,
+                              "window_from": "--window", "reserve": 2000,
+                              "reserve_from": "--reserve"}
+    code, out, _ = _main(capsys, "inspect", ROOT / "examples" / "histories" /
+                         "coding_agent.anthropic.json", "--json")
+    if code == 0:  # the body's max_tokens is the default reserve
+        assert json.loads(out)["budget"]["reserve_from"] == "max_tokens"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("inspect", CHAT, "--budget", "100"), "budget cannot be met"),
+    (("inspect", CHAT, "--pin", "999"), "pin"),
+    (("inspect", CHAT, "--model", "my-local-model"), "no known context window"),
+    (("inspect", CHAT, "--budget", "10", "--window", "20"), "not both"),
+    (("inspect", CHAT, "--budget", "lots"), "whole number"),
+    (("inspect", CHAT, "--format", "openai-responses"), "no 'input' field"),
+    (("inspect", CHAT, "--format", "anthropic"), "message 0"),
+    (("compact", CHAT, "--summarizer", "gpt-4o"), "--summarizer"),
+    (("count", ROOT), "is a directory"),
+])
+def test_errors_in_process(tiktoken_cache: Path, capsys: pytest.CaptureFixture[str],
+                           args: tuple[Any, ...], expected: str) -> None:
+    code, out, err = _main(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("cutctx: error: ") and expected in err, err
+
+
+def test_long_histories_are_elided(tiktoken_cache: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "inspect", RESPONSES)
+    assert code == 0 and "(--all shows them)" in out
+    assert len(out.splitlines()) < 75
+    code, everything, _ = _main(capsys, "inspect", RESPONSES, "--all")
+    assert "(--all shows them)" not in everything
+    assert len(everything.splitlines()) > len(out.splitlines())
+
+
+def test_count_json(tiktoken_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "count", CHAT, "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["total_tokens"] == data["history_tokens"] + data["overhead_tokens"]
+    assert data["history_tokens"] == sum(turn["tokens"] for turn in data["turns"])
+    from cutctx_adapters.openai import chat
+
+    body = json.loads(CHAT.read_text(encoding="utf-8"))
+    assert data["total_tokens"] == chat.count_tokens(body["messages"], model=body["model"],
+                                                     tools=body["tools"])
+
+
+# --- in process: detection, the offline summarizer -----------------------------------------------
+
+
+@pytest.mark.parametrize("data, expected", [
+    ([{"role": "user", "content": "hi"}], "openai-chat"),
+    ([], "openai-chat"),
+    ([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}], "openai-responses"),
+    ([{"type": "function_call_output", "call_id": "c", "output": "x"}], "openai-responses"),
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}], "anthropic"),
+    ({"system": "s", "messages": []}, "anthropic"),
+    ({"model": "claude-opus-4-1", "messages": []}, "anthropic"),
+    ({"model": "gpt-4o", "messages": []}, "openai-chat"),
+    ({"model": "gpt-5", "input": "hi"}, "openai-responses"),
+])
+def test_detection(data: Any, expected: str) -> None:
+    from cutctx_adapters.cli._io import detect
+
+    assert detect(data)[0].name == expected
+
+
+def test_wrapper_is_detected_and_preserved(tmp_path: Path) -> None:
+    from cutctx_adapters.cli._io import load
+
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"note": "n", "request": {"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]}}))
+    doc = load(str(path))
+    assert doc.format.name == "openai-chat" and doc.model == "m"
+    assert doc.rebuild(None, [{"role": "user", "content": "yo"}]) == {
+        "note": "n", "request": {"model": "m", "messages": [{"role": "user", "content": "yo"}]}}
+
+
+def _turns(count: int, words: int) -> list[Any]:
+    from cutctx import EMPTY_METADATA, Role, TranscriptTurn
+
+    roles = [Role.USER, Role.ASSISTANT, Role.TOOL]
+    return [TranscriptTurn(f"m{i}", roles[i % 3],
+                           " ".join(f"word{i}x{j}" for j in range(words)) + ". More text.", words,
+                           metadata={"cutctx.tool": "read_file"} if i % 3 == 2 else EMPTY_METADATA)
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("target", [1, 3, 10, 40, 200, 5000])
+def test_offline_summary_fits_its_target(o200k: Any, target: int) -> None:
+    from cutctx import SummarizationRequest
+    from cutctx_adapters.cli._offline import OfflineSummarizer
+
+    turns = _turns(30, 60)
+    request = SummarizationRequest("g", tuple(t.turn_id for t in turns), target, "p")
+    summarizer = OfflineSummarizer(o200k)
+    text = summarizer(request, turns)
+    assert text.strip()
+    assert o200k.estimate_tokens(text) <= target
+    assert summarizer(request, turns) == text  # deterministic
+    if target >= 200:
+        assert text.startswith("Earlier turns (10 user, 10 assistant, 10 tool)")
+
+
+def test_module_doctests() -> None:
+    from cutctx_adapters.cli import _offline
+
+    assert doctest.testmod(_offline).failed == 0
