@@ -10,6 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+# Property tests are deterministic: the same examples on every run and every machine (CI
+# included); explore new ones locally with HYPOTHESIS_PROFILE=explore.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 if TYPE_CHECKING:
     from cutctx_adapters.tiktoken import TiktokenEstimator

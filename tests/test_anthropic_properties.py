@@ -179,7 +179,7 @@ def test_every_policy_and_budget_gives_a_sendable_request(case: dict[str, Any], 
             continue
         assert result.messages is not None
         assert_sendable(result.system, result.messages, history, thinking=thinking)
-        assert result.tokens_after <= budget or result.plan.budget_unmet, name
+        assert result.tokens_after <= budget or result.budget_unmet, name
         assert case == frozen, f"{name} changed its input"
         if fraction >= 1.0:
             assert (result.system, result.messages) == (system, history), name
@@ -196,7 +196,7 @@ def test_every_policy_and_budget_gives_a_sendable_request(case: dict[str, Any], 
         assert sent is not None
         assert sent <= messages.count_tokens(result.messages or [], system=result.system,
                                              estimator=CHARS)
-        assert sent <= budget or result.plan.budget_unmet
+        assert sent <= budget or result.budget_unmet
 
 
 @settings(max_examples=40, deadline=None)

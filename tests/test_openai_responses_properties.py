@@ -237,9 +237,10 @@ def test_compacted_inputs_are_always_valid(history: tuple[list[dict[str, Any]], 
     responses.validate(sent, instructions=result.instructions)
     measured = responses.count_tokens(sent, instructions=instructions, estimator=CHARS)
     assert result.measured_tokens == measured
-    if not result.plan.budget_unmet and not result.plan.summarization_requests:
-        # Masked and dropped items are priced exactly; + 3 is the reply priming. (A summary's
-        # framing is measured after the fact: the pipeline re-plans tighter when it can.)
+    assert result.prompt_budget == budget.max_tokens + 3  # + 3: the reply priming
+    if not result.budget_unmet:
+        # The verdict is honest about what is sent: the rendered request is measured, and the
+        # pipeline re-plans tighter when the plan's estimate undercounted it.
         assert measured <= budget.max_tokens + 3
     assert json.loads(json.dumps(sent)) == sent
     if not result.compacted:
