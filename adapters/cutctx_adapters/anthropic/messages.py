@@ -67,7 +67,7 @@ from .._pipeline import (
     start,
 )
 from .._session import HistoryFormat, given
-from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
+from ..fulfil import AnySummarizer, SummaryCache
 from ._tokens import (
     MESSAGE_TOKENS,
     TOOL_BLOCK_TOKENS,
@@ -968,7 +968,7 @@ def compact(
     budget: int | CompactionBudget,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    summarizer: Summarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:
@@ -989,7 +989,7 @@ async def acompact(
     budget: int | CompactionBudget,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    summarizer: Summarizer | AsyncSummarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:

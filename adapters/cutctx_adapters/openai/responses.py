@@ -40,7 +40,7 @@ from .._pipeline import (
     start,
 )
 from .._session import HistoryFormat, given
-from ..fulfil import AsyncSummarizer, Summarizer, SummaryCache
+from ..fulfil import AnySummarizer, SummaryCache
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
     ITEM_TOKENS,
@@ -556,7 +556,7 @@ def compact(
     budget: int | CompactionBudget,
     instructions: str | None = None,
     model: str | None = "gpt-5",
-    summarizer: Summarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:
@@ -576,7 +576,7 @@ async def acompact(
     budget: int | CompactionBudget,
     instructions: str | None = None,
     model: str | None = "gpt-5",
-    summarizer: Summarizer | AsyncSummarizer | None = None,
+    summarizer: AnySummarizer | None = None,
     summary_cache: SummaryCache | None = None,
     **options: Any,
 ) -> CompactionResult:
