@@ -325,10 +325,19 @@ def test_shared_invalid_request(runs: Runs, path: Path) -> None:
     ("missing-file", "no such file"),
     ("bad-format-option", "invalid choice"),
     ("no-command", "required"),
-    ("no-bpe", "TIKTOKEN_CACHE_DIR"),
 ])
 def test_usage_errors_are_one_line(runs: Runs, case: str, expected: str) -> None:
     assert expected in _one_error_line(runs[case])
+
+
+def test_without_tiktoken_files_it_counts_approximately_and_says_how_to_fix_it(
+        runs: Runs) -> None:
+    run = runs["no-bpe"]
+    assert run.code == 0, run.stderr
+    notes = [line for line in run.stderr.splitlines() if line]
+    assert len(notes) == 1 and notes[0].startswith("cutctx: note: token counts are approximate")
+    assert "TIKTOKEN_CACHE_DIR" in notes[0] and "Traceback" not in run.stderr
+    assert "total" in run.stdout.lower()
 
 
 def test_stdin_to_stdout(tiktoken_cache: Path, monkeypatch: pytest.MonkeyPatch,

@@ -12,8 +12,9 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from cutctx import CompactionError
+from cutctx import CharRatioEstimator, CompactionError
 
+from .._estimators import use_when_unavailable
 from ._args import build_parser
 from ._errors import EXIT_BAD_INPUT, EXIT_INTERNAL, CliError, describe
 
@@ -29,6 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT if exc.code else 0
     source = getattr(args, "file", "-")
     source = "<stdin>" if source == "-" else source
+    # The main job must work offline: without tiktoken's files, count ~4 characters a token
+    # and say so (a note on stderr), rather than refuse to show anything.
+    use_when_unavailable(CharRatioEstimator())
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -51,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _fail(f"internal error ({type(exc).__name__}); rerun with CUTCTX_DEBUG=1 for "
                      f"the traceback and please report it", EXIT_INTERNAL)
+    finally:
+        use_when_unavailable(None)
 
 
 def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
