@@ -655,3 +655,12 @@ def test_each_call_is_decided_from_the_history_alone(api: respx.Route) -> None:
         outputs.append([call.request.content.decode() for call in api.calls][-45:])
     assert outputs[0] == outputs[1]
 
+
+
+def test_an_index_pin_beyond_a_short_history_pins_nothing_yet() -> None:
+    """A session's history grows: pin=[12] is not an error while it has fewer messages."""
+    session = CompactionSession(chat.FORMAT, window=100_000, pin=[12],
+                                estimator=cutctx.CharRatioEstimator())
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]
+    prepared = session.prepare(model="gpt-4o", messages=history)
+    assert prepared.request["messages"] == history

@@ -13,7 +13,6 @@ import warnings
 from cutctx import TokenEstimator
 
 from .errors import TokenizerUnavailable
-from .tiktoken import TiktokenEstimator
 
 __all__ = ["ApproximateTokensWarning", "estimator_for", "use_when_unavailable"]
 
@@ -47,6 +46,8 @@ def estimator_for(model: str | None) -> TokenEstimator:
 
 
 def _build(model: str | None) -> TokenEstimator:
+    from .tiktoken import TiktokenEstimator  # tiktoken is an extra: import it only when counting
+
     try:
         return TiktokenEstimator(model)
     except TokenizerUnavailable as exc:

@@ -118,6 +118,26 @@ class Prepared:
     request: dict[str, Any]
     report: CallReport
 
+    @property
+    def messages(self) -> Any:
+        """The request's ``messages`` (Chat Completions, Anthropic), as to be sent."""
+        return self.request.get("messages")
+
+    @property
+    def input(self) -> Any:
+        """The request's ``input`` (Responses), as to be sent."""
+        return self.request.get("input")
+
+    @property
+    def system(self) -> Any:
+        """The request's ``system`` (Anthropic), as to be sent."""
+        return self.request.get("system")
+
+    @property
+    def instructions(self) -> Any:
+        """The request's ``instructions`` (Responses), as to be sent."""
+        return self.request.get("instructions")
+
 
 @dataclass(slots=True)
 class _View:
@@ -378,6 +398,15 @@ class CompactionSession:
                       else self._in_flight.asynchronous(self.summarizer))
         return self._finish(planned, await _arun(planned.job, summarizer, self._summaries))
 
+    def _pins_for(self, count: int) -> PinSpec:
+        """Index pins as they apply to a history of ``count`` items: a session sees its history
+        grow, so an index it does not reach yet pins nothing (instead of being an error)."""
+        if self.pin is None or callable(self.pin):
+            return self.pin
+        return [index for index in self.pin
+                if isinstance(index, int) and not isinstance(index, bool)
+                and -count <= index < count]
+
     @property
     def stored_views(self) -> int:
         """How many compacted views the session holds."""
@@ -411,10 +440,10 @@ class CompactionSession:
         side = request.get(fmt.side_key) if fmt.side_key else None
         if isinstance(items, str):
             plain: list[dict[str, Any]] = []
-            conv = fmt.to_transcript(items, side, estimator, self.pin)
+            conv = fmt.to_transcript(items, side, estimator, self._pins_for(1))
         else:
             plain = [to_plain(item, where=f"{fmt.list_key}[{i}]") for i, item in enumerate(items)]
-            conv = fmt.to_transcript(plain, side, estimator, self.pin)
+            conv = fmt.to_transcript(plain, side, estimator, self._pins_for(len(plain)))
         overhead = fmt.overhead(request, estimator)
         budget = self._budget(request, model)
         trigger = _fraction_or_tokens(self.trigger, budget, "trigger")
