@@ -45,7 +45,8 @@ def test_public_names_are_importable() -> None:
 
 
 def test_adapters_core_imports_without_tiktoken_or_sdks() -> None:
-    code = ("import sys\nfor name in ('openai', 'anthropic', 'tiktoken'): sys.modules[name] = None\n"
+    code = ("import sys\n"
+            "for name in ('openai', 'anthropic', 'tiktoken'): sys.modules[name] = None\n"
             "import cutctx_adapters\nprint('ok')")
     result = _run(code)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
