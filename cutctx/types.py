@@ -97,6 +97,16 @@ class TranscriptTurn:
     metadata: Mapping[str, str] = field(default_factory=_empty_metadata)
 
     def __post_init__(self) -> None:
+        if (type(self.turn_id) is str and self.turn_id and type(self.role) is Role
+                and type(self.content) is str and type(self.token_estimate) is int
+                and self.token_estimate >= 0 and self.turn_id.isascii() and self.content.isascii()
+                and (self.tool_call_id is None or (type(self.tool_call_id) is str
+                                                   and self.tool_call_id))
+                and type(self.pinned) is bool):
+            # The common case, checked in one pass (a 2,000-turn history builds 2,000 of these).
+            if self.metadata is not EMPTY_METADATA:
+                object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+            return
         require_text(self.turn_id, "turn_id")
         if not isinstance(self.role, Role):
             try:

@@ -77,8 +77,18 @@ class _NotJson(Exception):
     pass
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
-    if isinstance(value, str | int | float | bool) or value is None:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:  # the common case, without the ABC checks below
+        return {key: _plain(item) for key, item in value.items()}
+    if kind is list:
+        return [_plain(item) for item in value]
+    if isinstance(value, str | int | float | bool):
         return value
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}

@@ -110,7 +110,7 @@ def _text_of(content: Any, index: int, field: str, *, required: bool) -> str:
     pieces: list[str] = []
     for position, item in enumerate(content):
         where = f"{field}[{position}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             raise invalid(_NOUN, index, where, "part_type", "a content part needs a string 'type'")
         kind = item["type"]
         if kind in ("text", "refusal"):
@@ -137,7 +137,7 @@ def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], 
     lines: list[str] = []
     for position, call in enumerate(calls):
         where = f"tool_calls[{position}]"
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             raise invalid(_NOUN, index, where, "tool_call_type", "a tool call must be an object")
         call_id = call.get("id")
         if not isinstance(call_id, str) or not call_id:
@@ -145,7 +145,7 @@ def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], 
         body = call.get("function") if call.get("type", "function") == "function" else None
         if body is None:
             body = call.get(str(call.get("type")))
-        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str):
             raise invalid(_NOUN, index, f"{where}.function.name", "missing_name",
                           "a tool call needs a function name")
         arguments = body.get("arguments", body.get("input", ""))
@@ -158,13 +158,14 @@ def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], 
     return tuple(ids), names, "\n".join(lines)
 
 
-def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> list[Part]:
+def _parts(messages: Sequence[Any], estimator: TokenEstimator) -> list[Part]:
+    """One part per message of a plain (``to_plain``-copied) history, validated on the way."""
     parts: list[Part] = []
     tool_names: dict[str, str] = {}
     last_function_call: int | None = None
     last_caller = -1
     for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
+        if not isinstance(message, dict):
             raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
@@ -186,7 +187,7 @@ def _parts(messages: Sequence[Mapping[str, Any]], estimator: TokenEstimator) -> 
             if calls:
                 last_caller = index
             function_call = message.get("function_call")
-            if isinstance(function_call, Mapping) and isinstance(function_call.get("name"), str):
+            if isinstance(function_call, dict) and isinstance(function_call.get("name"), str):
                 links = (f"function:{index}",)
                 last_function_call = index
                 names = [*names, function_call["name"]]
