@@ -116,3 +116,39 @@ def load_langchain() -> Any | None:
     except ImportError:
         return None
     return messages
+
+
+def as_anthropic(session: Sequence[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The chat session as an Anthropic ``(system, messages)`` pair: tool calls as ``tool_use``
+    blocks, tool messages as ``tool_result`` blocks first in the next user message, roles
+    alternating (consecutive same-role content merged)."""
+    system = ""
+    messages: list[dict[str, Any]] = []
+    latest: dict[str, str] = {}  # chat ids may repeat across turns; Anthropic's must not
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for message in session:
+        role, content = message["role"], message.get("content") or ""
+        text = content if isinstance(content, str) else json.dumps(content)
+        if role == "system":
+            system = text
+        elif role == "assistant":
+            blocks = [{"type": "text", "text": text}] if text.strip() else []
+            for call in message.get("tool_calls") or ():
+                arguments = json.loads(call["function"]["arguments"] or "{}")
+                latest[call["id"]] = f"{call['id']}_{len(messages)}"
+                blocks.append({"type": "tool_use", "id": latest[call["id"]],
+                               "name": call["function"]["name"],
+                               "input": arguments if isinstance(arguments, dict) else {}})
+            add("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
+        elif role == "tool":
+            add("user", [{"type": "tool_result", "tool_use_id": latest[message["tool_call_id"]],
+                          "content": text or "(empty)"}])
+        else:
+            add("user", [{"type": "text", "text": text or "(empty)"}])
+    return system, messages
