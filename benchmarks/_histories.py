@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +152,26 @@ def as_anthropic(session: Sequence[dict[str, Any]]) -> tuple[str, list[dict[str,
         else:
             add("user", [{"type": "text", "text": text or "(empty)"}])
     return system, messages
+
+
+def langchain_counter(lc: Any, count: Callable[[str], int]) -> Callable[[list[Any]], int]:
+    """A LangChain list counter: the cookbook recipe (3 a message + role + content + name,
+    tool calls by name and arguments, 3 for the reply) over ``count``."""
+    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+    def counter(messages: list[Any]) -> int:
+        total = 3
+        for message in messages:
+            total += 3 + count(roles.get(message.type, message.type))
+            content = message.content
+            text = content if isinstance(content, str) else json.dumps(content)
+            total += count(text)
+            if message.name:
+                total += 1 + count(message.name)
+            for call in getattr(message, "tool_calls", None) or ():
+                total += 3 + count(call["name"]) + count(json.dumps(call["args"]))
+            if isinstance(message, lc.ToolMessage):
+                total += count(message.tool_call_id)
+        return total
+
+    return counter

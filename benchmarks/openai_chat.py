@@ -22,13 +22,18 @@ than ``trim_messages`` with the same counter.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from _histories import agent_session, first_sentences, load_langchain, seed_tiktoken
+from _histories import (
+    agent_session,
+    first_sentences,
+    langchain_counter,
+    load_langchain,
+    seed_tiktoken,
+)
 from _timing import Case, measure, strings_of
 
 MODEL = "gpt-4o"
@@ -40,29 +45,6 @@ def new_turn(number: int) -> list[dict[str, Any]]:
         {"role": "assistant", "content": f"Let's look at the next file ({number})."},
         {"role": "user", "content": f"Observation {number}: the command ran; nothing printed."},
     ]
-
-
-def langchain_counter(lc: Any, count: Callable[[str], int]) -> Callable[[list[Any]], int]:
-    """A LangChain list counter: the cookbook recipe (3 a message + role + content + name,
-    tool calls by name and arguments, 3 for the reply) over ``count``."""
-    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-    def counter(messages: list[Any]) -> int:
-        total = 3
-        for message in messages:
-            total += 3 + count(roles.get(message.type, message.type))
-            content = message.content
-            text = content if isinstance(content, str) else json.dumps(content)
-            total += count(text)
-            if message.name:
-                total += 1 + count(message.name)
-            for call in getattr(message, "tool_calls", None) or ():
-                total += 3 + count(call["name"]) + count(json.dumps(call["args"]))
-            if isinstance(message, lc.ToolMessage):
-                total += count(message.tool_call_id)
-        return total
-
-    return counter
 
 
 def main(argv: Sequence[str] | None = None) -> int:

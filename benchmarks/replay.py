@@ -30,7 +30,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from _histories import FirstSentences, agent_session, load_langchain, requests_of, seed_tiktoken
+from _histories import (
+    FirstSentences,
+    agent_session,
+    langchain_counter,
+    load_langchain,
+    requests_of,
+    seed_tiktoken,
+)
 
 MODEL = "gpt-4o"
 CACHED_PRICE = 0.1
@@ -118,28 +125,6 @@ def replay_trim(requests: Sequence[Messages], session: Messages, meter: Meter, b
                                 token_counter=counter, strategy="last", include_system=True,
                                 start_on="human")
         meter.record([session[origin[id(message)]] for message in kept])
-
-
-def langchain_counter(lc: Any, count: Callable[[str], int]) -> Callable[[list[Any]], int]:
-    """The cookbook's per-message recipe over LangChain messages (3 a message + role + content
-    + name, tool calls by name and arguments, 3 for the reply)."""
-    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-    def counter(messages: list[Any]) -> int:
-        total = 3
-        for message in messages:
-            content = message.content
-            total += 3 + count(roles.get(message.type, message.type))
-            total += count(content if isinstance(content, str) else json.dumps(content))
-            if message.name:
-                total += 1 + count(message.name)
-            for call in getattr(message, "tool_calls", None) or ():
-                total += 3 + count(call["name"]) + count(json.dumps(call["args"]))
-            if isinstance(message, lc.ToolMessage):
-                total += count(message.tool_call_id)
-        return total
-
-    return counter
 
 
 def replay_stateless(requests: Iterable[Messages], meter: Meter, budget: int,
