@@ -437,7 +437,7 @@ class CompactionSession:
             # The SDKs take any iterable; a generator can be read only once, so read it here
             # and send what was read (it was the request's own dict, never the caller's).
             items = request[fmt.list_key] = list(items)
-        side = request.get(fmt.side_key) if fmt.side_key else None
+        side = given(request.get(fmt.side_key)) if fmt.side_key else None
         if isinstance(items, str):
             plain: list[dict[str, Any]] = []
             conv = fmt.to_transcript(items, side, estimator, self._pins_for(1))
@@ -511,9 +511,10 @@ class CompactionSession:
     def _with(self, request: Mapping[str, Any], side: Any, items: Any) -> dict[str, Any]:
         out = dict(request)
         out[self.format.list_key] = items
-        if self.format.side_key is not None and (side is not None
-                                                 or self.format.side_key in request):
-            out[self.format.side_key] = side
+        key = self.format.side_key
+        # A "not given" sentinel stays as given (the SDK omits it); never replaced by None.
+        if key is not None and (side is not None or given(request.get(key)) is not None):
+            out[key] = side
         return out
 
     def _remember(self, chain: list[str], items: Sequence[dict[str, Any]], side: Any,

@@ -29,19 +29,21 @@ class CompactingResource:
     """An SDK resource whose history-carrying methods compact first; all else delegates."""
 
     def __init__(self, resource: Any, session: CompactionSession, methods: Collection[str], *,
-                 is_async: bool, notify: ReportCallback) -> None:
+                 is_async: bool, notify: ReportCallback, managers: bool = False) -> None:
         self._resource = resource
         self._session = session
         self._methods = frozenset(methods)
         self._is_async = is_async
         self._notify = notify
+        self._managers = managers
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._resource, name)
         if name in _RESPONSE_VIEWS:
             # ``with_raw_response.create(...)`` and friends carry the same history.
             return CompactingResource(target, self._session, self._methods,
-                                      is_async=self._is_async, notify=self._notify)
+                                      is_async=self._is_async, notify=self._notify,
+                                      managers=name == "with_streaming_response")
         if name not in self._methods or not callable(target):
             return target
         if not self._is_async:
@@ -49,7 +51,9 @@ class CompactingResource:
         # ``inspect.unwrap``: the SDKs wrap some async methods in a plain-def argument checker
         # (openai's ``required_args`` on ``AsyncCompletions.create``, anthropic's on
         # ``AsyncMessages.create``) that hides the coroutine function behind ``__wrapped__``.
-        if inspect.iscoroutinefunction(inspect.unwrap(target)):
+        # ``with_streaming_response`` methods wrap a coroutine function the same way but return
+        # an async context manager: they are managers whatever ``unwrap`` finds.
+        if not self._managers and inspect.iscoroutinefunction(inspect.unwrap(target)):
             return self._async_call(target)
         return self._async_manager(target)
 
