@@ -524,7 +524,7 @@ def test_a_summary_inside_the_final_tool_loop_is_spoken_by_the_assistant() -> No
 
 
 def test_cache_markers_beyond_the_limit_are_stripped_oldest_first() -> None:
-    from cutctx_adapters.anthropic.messages import _limit_breakpoints
+    from cutctx_adapters.anthropic._codec import _limit_breakpoints
 
     marker = {"type": "ephemeral"}
     system = [{"type": "text", "text": "s", "cache_control": marker}]

@@ -1,0 +1,189 @@
+"""The way back for Anthropic Messages: regroup turns into messages and repair what removal
+breaks (roles, tool results first, thinking, cache markers)."""
+
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+from cutctx import (
+    Role,
+)
+
+from .._conversion import (
+    Part,
+    copy_plain,
+    invalid,
+)
+
+System: TypeAlias = str | list[dict[str, Any]] | None
+Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
+
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+SUMMARY_ROLES = ("user", "assistant")
+SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
+OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
+"""The user text put first when compaction leaves an assistant message at the start."""
+MAX_CACHE_BREAKPOINTS = 4
+_NOUN = "message"
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+_ASSISTANT_ONLY = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use"})
+_FINAL_TURN = "anthropic:final-turn"
+
+
+def _blocks(content: Any) -> list[Any]:
+    """Content as a list of blocks (a string is one text block; an empty string none)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def _starts_with_thinking(content: Any) -> bool:
+    return (isinstance(content, list) and bool(content) and isinstance(content[0], Mapping)
+            and content[0].get("type") in _THINKING)
+
+
+def _only_tool_results(content: Any) -> bool:
+    return (isinstance(content, list) and bool(content)
+            and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content))
+
+
+class MessagesCodec:
+    """The Messages format: what is specific to it, and nothing else."""
+
+    noun = _NOUN
+    id_prefix = "m"
+
+    def __init__(self, summary_role: str = "user", *, system_kind: str | None = None,
+                 starts_with_user: bool = True, tool_breakpoints: int = 0,
+                 thinking_loop: int | None = None) -> None:
+        if summary_role not in SUMMARY_ROLES:
+            raise invalid("option", 0, "summary_role", "summary_role",
+                          f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
+        self.summary_role = summary_role
+        self.system_kind = system_kind
+        """How ``system`` was given: None (absent), ``"str"`` or ``"list"``."""
+        self.starts_with_user = starts_with_user
+        self.breakpoint_limit = max(0, MAX_CACHE_BREAKPOINTS - tool_breakpoints)
+        self.thinking_loop = thinking_loop
+        """Index of the message opening a final tool loop with thinking, if the history has one:
+        a summary inside that loop is said by the assistant, so the turn stays unbroken."""
+
+    def render_masked(self, part: Part, stub: str) -> Any:
+        """A tool result keeps its block (id, ``is_error``) with the stub as content; an
+        assistant message keeps its thinking and ``tool_use`` blocks around the stub."""
+        payload = copy_plain(part.payload)
+        content = payload.get("content")
+        if part.kind == "tool_result":
+            payload["content"][0]["content"] = stub
+        elif part.role is Role.ASSISTANT and isinstance(content, list):
+            keep = [b for b in content if b.get("type") in _THINKING]
+            calls = [b for b in content if b.get("type") == "tool_use"]
+            payload["content"] = [*keep, {"type": "text", "text": stub}, *calls]
+        elif isinstance(content, str):
+            payload["content"] = stub
+        else:
+            payload["content"] = [{"type": "text", "text": stub}]
+        return payload
+
+    def render_summary(self, text: str, replaced: int) -> Any:
+        return {"role": self.summary_role,
+                "content": [{"type": "text", "text": SUMMARY_HEADER + text}]}
+
+    def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Rendered:
+        system_parts: list[Any] = []
+        drafts: list[tuple[int | None, dict[str, Any]]] = []  # (source message, message)
+        for part, payload in rendered:
+            if part is not None and part.kind == "system":
+                system_parts.append(payload)
+            elif part is not None and drafts and drafts[-1][0] == part.index:
+                drafts[-1][1]["content"].extend(payload["content"])  # parts of one message
+            else:
+                drafts.append((None if part is None else part.index, payload))
+        messages = [message for _, message in drafts]
+        if self.thinking_loop is not None:
+            previous = -1
+            for source, message in drafts:
+                if source is None and previous >= self.thinking_loop:
+                    message["role"] = "assistant"
+                previous = previous if source is None else source
+        if self.starts_with_user and messages and messages[0].get("role") == "assistant":
+            if drafts[0][0] is None:  # a summary: the API wants a user turn first
+                messages[0]["role"] = "user"
+            else:
+                messages.insert(0, {"role": "user",
+                                    "content": [{"type": "text", "text": OMITTED_NOTE}]})
+        messages = _merge_same_roles(messages)
+        system: System
+        if self.system_kind == "str":
+            system = system_parts[0] if system_parts else ""
+        elif self.system_kind == "list":
+            system = system_parts
+        else:
+            system = None
+        _limit_breakpoints(system, messages, self.breakpoint_limit)
+        return system, messages
+
+
+def _merge_same_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge runs of same-role messages that removal left next to each other.
+
+    A user message keeps its ``tool_result`` blocks first; an assistant message that starts a
+    run with thinking keeps that thinking first (the API requires it of the latest message).
+    Message keys other than ``content`` come from the first message of the run.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if not out or out[-1].get("role") != message.get("role"):
+            out.append(message)
+            continue
+        first, second = _blocks(out[-1].get("content")), _blocks(message.get("content"))
+        if message.get("role") == "user":
+            combined = first + second
+            merged = ([b for b in combined if b.get("type") == "tool_result"]
+                      + [b for b in combined if b.get("type") != "tool_result"])
+        elif not _starts_with_thinking(first) and _starts_with_thinking(second):
+            lead = 0
+            while lead < len(second) and second[lead].get("type") in _THINKING:
+                lead += 1
+            merged = second[:lead] + first + second[lead:]
+        else:
+            merged = first + second
+        out[-1] = {**out[-1], "content": merged}
+    return out
+
+
+def _cache_markers(system: Any, messages: Sequence[Mapping[str, Any]]) -> list[
+        tuple[int, str, dict[str, Any]]]:
+    """Every block holding ``cache_control``, in prefix order: (message index or -1, field,
+    block). Blocks inside a ``tool_result``'s content count too."""
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    if isinstance(system, list):
+        for position, block in enumerate(system):
+            if isinstance(block, dict) and "cache_control" in block:
+                found.append((-1, f"system[{position}].cache_control", block))
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(content, list):
+            continue
+        for position, block in enumerate(content):
+            if not isinstance(block, dict):
+                continue
+            if "cache_control" in block:
+                found.append((index, f"content[{position}].cache_control", block))
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            if isinstance(inner, list):
+                for nested, item in enumerate(inner):
+                    if isinstance(item, dict) and "cache_control" in item:
+                        found.append((index, f"content[{position}].content[{nested}]"
+                                             ".cache_control", item))
+    return found
+
+
+def _limit_breakpoints(system: Any, messages: list[dict[str, Any]], limit: int) -> None:
+    """Strip the oldest ``cache_control`` markers beyond ``limit`` (output only; in place)."""
+    markers = _cache_markers(system, messages)
+    for _, _, block in markers[: max(0, len(markers) - limit)]:
+        del block["cache_control"]

@@ -1,0 +1,492 @@
+"""The way in for Anthropic Messages: read and validate ``system`` + ``messages`` into parts, one
+engine turn each (tool results split from the text of their user message)."""
+
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+from cutctx import (
+    Role,
+    TokenEstimator,
+    ValidationError,
+)
+
+from .._conversion import (
+    Conversion,
+    Part,
+    PinSpec,
+    check_call_pairs,
+    convert,
+    invalid,
+    to_plain,
+)
+from .._session import given
+from ._codec import (
+    _ASSISTANT_ONLY,
+    _FINAL_TURN,
+    _NOUN,
+    _THINKING,
+    MAX_CACHE_BREAKPOINTS,
+    MessagesCodec,
+    _blocks,
+    _cache_markers,
+    _only_tool_results,
+    _starts_with_thinking,
+)
+from ._tokens import (
+    AnthropicTokenCounter,
+)
+
+System: TypeAlias = str | list[dict[str, Any]] | None
+Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
+
+
+# ----------------------------------------------------------------------------------------------
+# reading and checking a request
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """Plain copies of what the caller gave."""
+
+    messages: list[dict[str, Any]]
+    system: System
+    tools: list[Any] | None
+
+
+def _plain_messages(history: Any) -> list[dict[str, Any]]:
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Sequence):
+        raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(history):
+        plain = to_plain(message, where=f"{_NOUN} {index}", index=index)
+        if (not isinstance(message, Mapping) and isinstance(plain, dict)
+                and plain.get("type") == "message" and plain.get("role") == "assistant"):
+            # A whole ``Message`` response appended: the API takes its role and content only.
+            plain = {"role": "assistant", "content": plain.get("content")}
+        out.append(plain)
+    return out
+
+
+def _plain_system(system: Any) -> System:
+    if system is None or isinstance(system, str):
+        return system
+    if isinstance(system, bytes | Mapping) or not isinstance(system, Sequence):
+        raise invalid("system", 0, "system", "system_type",
+                      "system must be a string or a list of text blocks")
+    blocks = [to_plain(block, where=f"system block {k}") for k, block in enumerate(system)]
+    for position, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise invalid("system block", position, "type", "system_block_type",
+                          "a system block must be a text block")
+        if not isinstance(block.get("text"), str):
+            raise invalid("system block", position, "text", "block_text",
+                          "a text block needs a string 'text'")
+    return blocks
+
+
+def _request(history: Any, system: Any, tools: Any) -> _Request:
+    if tools is not None and (isinstance(tools, str | bytes | Mapping)
+                              or not isinstance(tools, Sequence)):
+        raise invalid("tool", 0, "tools", "tools_type", "tools must be a list")
+    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
+    return _Request(_plain_messages(history), _plain_system(system), plain_tools)
+
+
+def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, rule: str,
+                  *, nonempty: bool = False) -> str:
+    value = block.get(key)
+    if not isinstance(value, str) or (nonempty and not value):
+        raise invalid(_NOUN, index, f"{where}.{key}", rule,
+                      f"a {block.get('type')} block needs a {'non-empty ' if nonempty else ''}"
+                      f"string {key!r}")
+    return value
+
+
+def _check_block(block: Any, index: int, where: str, role: str) -> str:
+    """Check one content block; return its type."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        raise invalid(_NOUN, index, where, "block_type", "a content block needs a string 'type'")
+    kind: str = block["type"]
+    if kind in _ASSISTANT_ONLY and role != "assistant":
+        raise invalid(_NOUN, index, f"{where}.type", "block_role",
+                      f"a {kind} block may only appear in an assistant message")
+    if kind == "tool_result" and role != "user":
+        raise invalid(_NOUN, index, f"{where}.type", "block_role",
+                      "a tool_result block may only appear in a user message")
+    if kind == "text":
+        _string_field(block, "text", index, where, "empty_text", nonempty=True)
+    elif kind in ("tool_use", "server_tool_use"):
+        _string_field(block, "id", index, where, "missing_id", nonempty=True)
+        _string_field(block, "name", index, where, "missing_name", nonempty=True)
+        if kind == "tool_use" and not isinstance(block.get("input"), Mapping):
+            raise invalid(_NOUN, index, f"{where}.input", "input_type",
+                          "a tool_use block needs an object 'input'")
+    elif kind == "tool_result":
+        _string_field(block, "tool_use_id", index, where, "missing_id", nonempty=True)
+        if "is_error" in block and not isinstance(block["is_error"], bool):
+            raise invalid(_NOUN, index, f"{where}.is_error", "is_error_type",
+                          "is_error must be a boolean")
+        inner = block.get("content")
+        if inner is not None and not isinstance(inner, str):
+            if not isinstance(inner, list):
+                raise invalid(_NOUN, index, f"{where}.content", "content_type",
+                              "tool_result content must be a string or a list of blocks")
+            for position, item in enumerate(inner):
+                nested = f"{where}.content[{position}]"
+                if isinstance(item, Mapping) and item.get("type") in ("tool_result", "tool_use"):
+                    raise invalid(_NOUN, index, f"{nested}.type", "block_type",
+                                  "a tool_result cannot contain tool blocks")
+                _check_block(item, index, nested, role)
+    elif kind == "thinking":
+        _string_field(block, "thinking", index, where, "missing_thinking")
+        _string_field(block, "signature", index, where, "missing_signature")
+    elif kind == "redacted_thinking":
+        _string_field(block, "data", index, where, "missing_data")
+    elif kind in ("image", "document") and not isinstance(block.get("source"), Mapping):
+        raise invalid(_NOUN, index, f"{where}.source", "missing_source",
+                      f"an {kind} block needs a 'source' object")
+    elif kind.endswith("_tool_result") and "tool_use_id" in block:
+        _string_field(block, "tool_use_id", index, where, "missing_id", nonempty=True)
+    return kind
+
+
+def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
+    """The role and content of a message whose structure (not pairing) is valid."""
+    if not isinstance(message, Mapping):
+        raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        raise invalid(_NOUN, index, "role", "unknown_role",
+                      "role must be 'user' or 'assistant' (the system prompt goes in system=)")
+    if "content" not in message:
+        raise invalid(_NOUN, index, "content", "missing_content", "content is required")
+    content = message["content"]
+    if not isinstance(content, str | list):
+        raise invalid(_NOUN, index, "content", "content_type",
+                      "content must be a string or a list of content blocks")
+    if not content and not (final and role == "assistant"):
+        raise invalid(_NOUN, index, "content", "empty_content",
+                      "content must not be empty (only a final assistant message may be)")
+    if isinstance(content, list):
+        seen_other = False
+        for position, block in enumerate(content):
+            kind = _check_block(block, index, f"content[{position}]", role)
+            if kind == "tool_result" and seen_other:
+                raise invalid(_NOUN, index, f"content[{position}]", "tool_result_not_first",
+                              "tool_result blocks must come before any other block")
+            seen_other = seen_other or kind != "tool_result"
+    return role, content
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    """A block as a model reads it; media and opaque payloads as short placeholders."""
+    kind = block["type"]
+    if kind == "text":
+        return str(block["text"])
+    if kind == "tool_use":
+        return f"[tool call {block['name']}: {_json(block.get('input'))}]"
+    if kind == "server_tool_use":
+        return f"[server tool call {block['name']}: {_json(block.get('input'))}]"
+    if kind == "tool_result":
+        return _result_text(block)
+    if kind == "thinking":
+        return "[thinking]"
+    if kind == "redacted_thinking":
+        return "[redacted thinking]"
+    if kind in ("document", "search_result"):
+        title, label = block.get("title"), kind.replace("_", " ")
+        head = f"[{label}: {title}]" if isinstance(title, str) else f"[{label}]"
+        source = block.get("source")
+        body: Any = block.get("content")
+        if isinstance(source, Mapping) and source.get("type") == "text":
+            body = source.get("data")
+        elif isinstance(source, Mapping) and source.get("type") == "content":
+            body = source.get("content")
+        text = _content_text(body)
+        return f"{head}\n{text}" if text else head
+    return f"[{kind}]"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_block_text(b) for b in content
+                         if isinstance(b, Mapping) and isinstance(b.get("type"), str))
+    return ""
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    text = _content_text(block.get("content"))
+    return f"[error] {text}" if block.get("is_error") is True else text
+
+
+class _NoCount(AnthropicTokenCounter):
+    """Counts nothing: for validation, which needs the structure only."""
+
+    framing = 0
+
+    def __init__(self) -> None:
+        pass
+
+    def message(self, message: Mapping[str, Any]) -> int:
+        return 0
+
+    def block(self, block: Any) -> int:
+        return 0
+
+    def system(self, system: Any) -> int:
+        return 0
+
+
+def _system_parts(system: System, counter: AnthropicTokenCounter) -> list[Part]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [Part(-1, Role.SYSTEM, system, system, counter.system(system), "system",
+                     turn_id="system.0")]
+    return [Part(-1, Role.SYSTEM, block["text"], block, counter.block(block), "system",
+                 turn_id=f"system.{position}") for position, block in enumerate(system)]
+
+
+def _message_parts(message: dict[str, Any], index: int, role: str, content: Any,
+                   counter: AnthropicTokenCounter, names: dict[str, str],
+                   issued: set[str]) -> list[Part]:
+    if role == "assistant":
+        calls: list[str] = []
+        labels: list[str] = []
+        for position, block in enumerate(_blocks(content) if isinstance(content, list) else []):
+            if block["type"] in ("tool_use", "server_tool_use"):
+                if block["id"] in issued:
+                    raise invalid(_NOUN, index, f"content[{position}].id", "duplicated_call_id",
+                                  "tool use id issued twice", call_id=block["id"])
+                issued.add(block["id"])
+                labels.append(block["name"])
+            if block["type"] == "tool_use":
+                # Results must follow in the very next message, so a call is keyed by the
+                # message that issued it.
+                calls.append(f"{index}:{block['id']}")
+                names[calls[-1]] = block["name"]
+        text = _content_text(content)
+        return [Part(index, Role.ASSISTANT, text, message, counter.message(message), "assistant",
+                     calls=tuple(calls), label=", ".join(labels) or None)]
+    results = 0
+    while (isinstance(content, list) and results < len(content)
+           and content[results]["type"] == "tool_result"):
+        results += 1
+    if not results:
+        return [Part(index, Role.USER, _content_text(content), message,
+                     counter.message(message), "user")]
+    base = {key: value for key, value in message.items() if key != "content"}
+    parts: list[Part] = []
+    for position, block in enumerate(content[:results]):
+        key = f"{index - 1}:{block['tool_use_id']}"
+        tokens = counter.block(block) + (counter.framing if position == 0 else 0)
+        parts.append(Part(index, Role.TOOL, _result_text(block), {**base, "content": [block]},
+                          tokens, "tool_result", answers=(key,), label=names.get(key),
+                          sub=position))
+    rest = content[results:]
+    if rest:
+        # Framing counted again: when the results go with their exchange, this part is sent
+        # as a message of its own (an overcount of one framing while both are kept).
+        parts.append(Part(index, Role.USER, _content_text(rest), {**base, "content": rest},
+                          counter.framing + sum(counter.block(block) for block in rest),
+                          "user", sub=results))
+    return parts
+
+
+def _genuine_user(message: Mapping[str, Any]) -> bool:
+    """A user message that starts a new turn: anything but tool results alone."""
+    return message.get("role") == "user" and not _only_tool_results(message.get("content"))
+
+
+def _open_tool_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """``(boundary, first assistant)`` of a final turn still in its tool loop, else None.
+
+    The history ends with tool results; the turn began after the last user message that was
+    not only tool results (``boundary``, -1 if none).
+    """
+    if not messages or messages[-1].get("role") != "user" or _genuine_user(messages[-1]):
+        return None
+    boundary = len(messages) - 1
+    while boundary >= 0 and not _genuine_user(messages[boundary]):
+        boundary -= 1
+    for index in range(boundary + 1, len(messages)):
+        if messages[index].get("role") == "assistant":
+            return boundary, index
+    return None
+
+
+def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """``_open_tool_loop``, if the loop's first assistant message starts with thinking."""
+    loop = _open_tool_loop(messages)
+    if loop is None or not _starts_with_thinking(messages[loop[1]].get("content")):
+        return None
+    return loop
+
+
+def _link_final_turn(parts: list[Part], messages: Sequence[Mapping[str, Any]]) -> list[Part]:
+    """With thinking, a final turn in its tool loop must keep its first assistant message (which
+    starts with the thinking), its latest exchange and its user request together."""
+    loop = _thinking_loop(messages)
+    if loop is None:
+        return parts
+    boundary, first = loop
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    out: list[Part] = []
+    for part in parts:
+        if part.index in (first, last) or (part.index == boundary and part.role is Role.USER):
+            part = replace(part, links=(*part.links, _FINAL_TURN))
+        out.append(part)
+    return out
+
+
+def _thinking_enabled(thinking: Any) -> bool:
+    return isinstance(thinking, Mapping) and thinking.get("type") == "enabled"
+
+
+def _check_thinking(messages: Sequence[Mapping[str, Any]], thinking: Any,
+                    original: Sequence[Mapping[str, Any]] | None) -> None:
+    if _thinking_enabled(thinking):
+        loop = _open_tool_loop(messages)
+        if loop is not None and not _starts_with_thinking(messages[loop[1]].get("content")):
+            raise invalid(_NOUN, loop[1], "content[0].type", "thinking_not_first",
+                          "with thinking enabled, the assistant message that opens the final "
+                          "tool loop must start with a thinking block")
+    if original is None:
+        return
+    known = {_json(block) for message in original if message.get("role") == "assistant"
+             for block in _blocks(message.get("content"))
+             if isinstance(block, Mapping) and block.get("type") in _THINKING}
+    latest = next((i for i in range(len(messages) - 1, -1, -1)
+                   if messages[i].get("role") == "assistant"), None)
+    if latest is None:
+        return
+    for position, block in enumerate(_blocks(messages[latest].get("content"))):
+        if block.get("type") in _THINKING and _json(block) not in known:
+            raise invalid(_NOUN, latest, f"content[{position}]", "thinking_modified",
+                          "thinking blocks in the latest assistant message must be exactly as "
+                          "the original response gave them")
+
+
+def _check_breakpoints(request: _Request) -> None:
+    markers = _cache_markers(request.system, request.messages)
+    tool_markers = [k for k, tool in enumerate(request.tools or [])
+                    if isinstance(tool, Mapping) and "cache_control" in tool]
+    if len(tool_markers) > MAX_CACHE_BREAKPOINTS:
+        raise invalid("tool", tool_markers[MAX_CACHE_BREAKPOINTS], "cache_control",
+                      "too_many_cache_breakpoints", "more than 4 cache_control markers",
+                      count=len(tool_markers) + len(markers))
+    extra = MAX_CACHE_BREAKPOINTS - len(tool_markers)
+    if len(markers) > extra:
+        index, field, _ = markers[extra]
+        noun = "system" if index < 0 else _NOUN
+        raise invalid(noun, max(index, 0), field, "too_many_cache_breakpoints",
+                      "more than 4 cache_control markers (tools, system and messages)",
+                      count=len(tool_markers) + len(markers))
+
+
+def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any = None,
+           original: Sequence[Mapping[str, Any]] | None = None) -> list[Part]:
+    parts = _system_parts(request.system, counter)
+    names: dict[str, str] = {}
+    issued: set[str] = set()
+    messages = request.messages
+    for index, message in enumerate(messages):
+        role, content = _checked_content(message, index, index == len(messages) - 1)
+        parts.extend(_message_parts(message, index, role, content, counter, names, issued))
+    check_call_pairs(
+        parts, _NOUN, "tool_use.id", "tool_result.tool_use_id",
+        closes=lambda part, call_index: part.index > call_index + 1
+        or (part.index == call_index + 1 and part.role is Role.ASSISTANT),
+    )
+    _check_breakpoints(request)
+    _check_thinking(messages, thinking, original)
+    return _link_final_turn(parts, messages)
+
+
+def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
+                summary_role: str) -> Conversion[Rendered]:
+    loop = _thinking_loop(request.messages)
+    tool_markers = sum(1 for tool in request.tools or []
+                       if isinstance(tool, Mapping) and "cache_control" in tool)
+    codec = MessagesCodec(
+        summary_role,
+        system_kind=None if request.system is None else
+        "str" if isinstance(request.system, str) else "list",
+        starts_with_user=not request.messages or request.messages[0].get("role") == "user",
+        tool_breakpoints=tool_markers,
+        thinking_loop=None if loop is None else loop[1],
+    )
+    return convert(codec, parts, request.messages, _with_last(pin, len(request.messages)))
+
+
+def _with_last(pin: PinSpec, count: int) -> PinSpec:
+    """The caller's pins plus the last message: a request cannot be sent without messages."""
+    if not count:
+        return pin
+    last = count - 1
+    if pin is None:
+        return [last]
+    if callable(pin):
+        chosen = pin
+        return lambda message, index: index == last or chosen(message, index)
+    if isinstance(pin, str | bytes) or not isinstance(pin, Sequence):
+        raise ValidationError("pin must be message indexes or a predicate",
+                              {"field": "pin", "rule": "pin_type"})
+    return [*pin, last]
+
+
+def to_transcript(
+    history: Sequence[Any],
+    *,
+    system: Any = None,
+    model: str | None = None,
+    estimator: TokenEstimator | None = None,
+    pin: PinSpec = None,
+    summary_role: str = "user",
+    tools: Sequence[Any] | None = None,
+    thinking: Mapping[str, Any] | None = None,
+    calibration: float | None = None,
+) -> Conversion[Rendered]:
+    """Convert a Messages history (dicts or SDK objects) and its ``system``; validates them.
+
+    ``render`` gives back ``(system, messages)``. ``model`` picks the calibration and image
+    limits; ``tools`` count toward the four ``cache_control`` markers; ``thinking`` (the
+    request's) enables the check that the final tool loop starts with its thinking block.
+    """
+    request = _request(history, system, tools)
+    counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
+    parts = _parts(request, counter, thinking=given(thinking))
+    return _conversion(request, parts, pin, summary_role)
+
+
+def validate(
+    history: Sequence[Any],
+    *,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    thinking: Mapping[str, Any] | None = None,
+    original: Sequence[Any] | None = None,
+) -> None:
+    """Raise ``cutctx.ValidationError`` if the API would reject this request's structure.
+
+    Checks roles, block shapes, ``tool_use``/``tool_result`` pairing (results first, in the very
+    next message), unique tool use ids, at most four ``cache_control`` markers (tools too, if
+    given) and, with ``thinking={"type": "enabled", ...}``, that an open tool loop starts with
+    its thinking block. A modified thinking block cannot be told from one request alone (its
+    signature is checked only by the API): pass ``original`` (the history this one was derived
+    from) to check that the latest assistant message's thinking blocks are unmodified.
+    """
+    request = _request(history, system, tools)
+    reference = None if original is None else _plain_messages(original)
+    _parts(request, _NoCount(), thinking=given(thinking), original=reference)
