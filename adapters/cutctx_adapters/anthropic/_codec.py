@@ -1,21 +1,14 @@
 """The way back for Anthropic Messages: regroup turns into messages and repair what removal
 breaks (roles, tool results first, thinking, cache markers)."""
 
-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from cutctx import (
-    Role,
-)
+from cutctx import Role
 
-from .._conversion import (
-    Part,
-    copy_plain,
-    invalid,
-)
+from .._conversion import Part, copy_plain, invalid
 
 System: TypeAlias = str | list[dict[str, Any]] | None
 Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]

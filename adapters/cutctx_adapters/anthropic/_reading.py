@@ -1,29 +1,16 @@
 """The way in for Anthropic Messages: read and validate ``system`` + ``messages`` into parts, one
 engine turn each (tool results split from the text of their user message)."""
 
-
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias
+from typing import Any
 
-from cutctx import (
-    Role,
-    TokenEstimator,
-    ValidationError,
-)
+from cutctx import Role, TokenEstimator, ValidationError
 
-from .._conversion import (
-    Conversion,
-    Part,
-    PinSpec,
-    check_call_pairs,
-    convert,
-    invalid,
-    to_plain,
-)
+from .._conversion import Conversion, Part, PinSpec, check_call_pairs, convert, invalid, to_plain
 from .._session import given
 from ._codec import (
     _ASSISTANT_ONLY,
@@ -32,18 +19,14 @@ from ._codec import (
     _THINKING,
     MAX_CACHE_BREAKPOINTS,
     MessagesCodec,
+    Rendered,
+    System,
     _blocks,
     _cache_markers,
     _only_tool_results,
     _starts_with_thinking,
 )
-from ._tokens import (
-    AnthropicTokenCounter,
-)
-
-System: TypeAlias = str | list[dict[str, Any]] | None
-Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
-
+from ._tokens import AnthropicTokenCounter
 
 # ----------------------------------------------------------------------------------------------
 # reading and checking a request

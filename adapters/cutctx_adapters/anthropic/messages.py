@@ -34,33 +34,13 @@ import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias
+from typing import Any
 
-from cutctx import (
-    Action,
-    CompactionBudget,
-    CompactionPolicy,
-    Role,
-    TokenEstimator,
-    ValidationError,
-)
+from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
-from .._conversion import (
-    Conversion,
-    Part,
-    PinSpec,
-    to_plain,
-)
+from .._conversion import Conversion, Part, PinSpec, to_plain
 from .._estimators import estimator_for
-from .._pipeline import (
-    CompactionResult,
-    Job,
-    OnSummaryError,
-    arun,
-    resolve_budget,
-    run,
-    start,
-)
+from .._pipeline import CompactionResult, Job, OnSummaryError, arun, resolve_budget, run, start
 from .._session import HistoryFormat, given
 from ..fulfil import AnySummarizer, SummaryCache
 from ._codec import (
@@ -70,15 +50,9 @@ from ._codec import (
     SUMMARY_HEADER,
     SUMMARY_ROLES,
     MessagesCodec,
+    Rendered,
 )
-from ._reading import (
-    _conversion,
-    _parts,
-    _Request,
-    _request,
-    to_transcript,
-    validate,
-)
+from ._reading import _conversion, _parts, _Request, _request, to_transcript, validate
 from ._tokens import (
     MESSAGE_TOKENS,
     TOOL_BLOCK_TOKENS,
@@ -105,8 +79,6 @@ __all__ = [
     "validate",
 ]
 
-System: TypeAlias = str | list[dict[str, Any]] | None
-Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
 
 
 # ----------------------------------------------------------------------------------------------
