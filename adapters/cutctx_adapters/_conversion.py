@@ -23,6 +23,7 @@ from cutctx import (
 
 __all__ = [
     "KIND_KEY",
+    "SUMMARY_HEADER",
     "TOOL_NAME_KEY",
     "Codec",
     "Conversion",
@@ -37,6 +38,8 @@ __all__ = [
 
 KIND_KEY = "cutctx.kind"
 """Metadata key the engine sets on masked and summary turns."""
+SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
+"""What every format puts before a summary's text, so a reader (or model) knows what it is."""
 TOOL_NAME_KEY = "cutctx.tool"
 """Metadata key under which a turn records its tool name(s): content-free, for reports."""
 

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from .._conversion import Part, copy_plain, invalid
+from .._conversion import SUMMARY_HEADER, Part, copy_plain, invalid
 
 System: TypeAlias = str | list[dict[str, Any]] | None
 Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
@@ -16,7 +16,6 @@ Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SUMMARY_ROLES = ("user", "assistant")
-SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
 """The user text put first when compaction leaves an assistant message at the start."""
 MAX_CACHE_BREAKPOINTS = 4

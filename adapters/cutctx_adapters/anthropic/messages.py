@@ -38,7 +38,7 @@ from typing import Any
 
 from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
-from .._conversion import Conversion, Part, PinSpec, to_plain
+from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
 from .._estimators import estimator_for
 from .._pipeline import CompactionResult, Job, OnSummaryError, arun, resolve_budget, run, start
 from .._session import HistoryFormat, given
@@ -47,7 +47,6 @@ from ._codec import (
     DEFAULT_MODEL,
     MAX_CACHE_BREAKPOINTS,
     OMITTED_NOTE,
-    SUMMARY_HEADER,
     SUMMARY_ROLES,
     MessagesCodec,
     Rendered,

@@ -18,6 +18,7 @@ from typing import Any
 from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator
 
 from .._conversion import (
+    SUMMARY_HEADER,
     Conversion,
     Part,
     PinSpec,
@@ -43,6 +44,7 @@ from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 __all__ = [
     "FORMAT",
+    "SUMMARY_HEADER",
     "ChatCodec",
     "acompact",
     "compact",
@@ -62,7 +64,6 @@ _ROLES = {
 }
 _NOUN = "message"
 SUMMARY_ROLES = ("user", "assistant", "system", "developer")
-SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 
 
 class _Chars:

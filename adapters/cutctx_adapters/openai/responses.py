@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
 from .._conversion import (
+    SUMMARY_HEADER,
     Conversion,
     Part,
     PinSpec,
@@ -50,7 +51,6 @@ from ._responses_tokens import (
     request_tools_tokens,
 )
 from ._tokens import REPLY_PRIMING_TOKENS
-from .chat import SUMMARY_HEADER
 
 __all__ = [
     "FORMAT",
