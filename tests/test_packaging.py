@@ -50,3 +50,12 @@ def test_adapters_core_imports_without_tiktoken_or_sdks() -> None:
             "import cutctx_adapters\nprint('ok')")
     result = _run(code)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_cli_without_rich_names_the_extra() -> None:
+    code = ("import sys\nsys.modules['rich'] = None\n"
+            "from cutctx_adapters.cli import main\n"
+            "raise SystemExit(main(['count', 'missing.json']))")
+    result = _run(code)
+    assert result.returncode == 2
+    assert "pip install 'cutctx[cli]'" in result.stderr and "Traceback" not in result.stderr

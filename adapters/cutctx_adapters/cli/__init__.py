@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from cutctx import CharRatioEstimator, CompactionError
 
 from .._estimators import use_when_unavailable
-from ._args import build_parser
+from .._requires import require
 from ._errors import EXIT_BAD_INPUT, EXIT_INTERNAL, CliError, describe
 
 __all__ = ["main"]
@@ -23,6 +23,13 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
+        require("rich", "cli")
+        require("tiktoken", "cli")
+    except ImportError as exc:
+        return _fail(str(exc))
+    from ._args import build_parser
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
