@@ -151,18 +151,20 @@ def time_policy(
     make: Callable[[], CompactionPolicy], transcript: Transcript, budget: CompactionBudget,
     runs: int,
 ) -> tuple[float, float, CompactionPlan]:
-    """Best-of-``runs`` decide and apply times. Each apply gets a freshly decided plan, so the
-    plan's canonical JSON (cached on the plan) is computed inside every timed apply."""
+    """Best-of-``runs`` decide and apply times, each run on a fresh ``Transcript`` of the same
+    turns (so no fact derived and kept by an earlier run helps). Each apply gets a freshly
+    decided plan, so the plan's canonical JSON (cached on the plan) is computed inside it."""
     best_plan = best_apply = float("inf")
     plan: CompactionPlan | None = None
     executor = CompactionExecutor()
     for _ in range(runs):
         policy = make()
+        fresh = Transcript(transcript.turns)  # cold: nothing derived from an earlier run
         gc.collect()
         started = CLOCK()
-        plan = policy.decide(transcript, budget)
+        plan = policy.decide(fresh, budget)
         decided = CLOCK()
-        executor.apply(transcript, plan, summaries_for(plan))
+        executor.apply(fresh, plan, summaries_for(plan))
         applied = CLOCK()
         best_plan = min(best_plan, decided - started)
         best_apply = min(best_apply, applied - decided)
