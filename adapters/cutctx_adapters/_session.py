@@ -199,6 +199,13 @@ class _LruDict(OrderedDict[str, str]):
             self.move_to_end(key)
             return value
 
+    def get(self, key: str, default: Any = None) -> Any:
+        with self._lock:
+            if not super().__contains__(key):
+                return default
+            self.move_to_end(key)
+            return super().__getitem__(key)
+
     def __contains__(self, key: object) -> bool:
         # fulfil asks ``key in cache`` and then reads it: count the question as a use, so
         # another thread's insert evicts the entry in between only if the cache is tiny.

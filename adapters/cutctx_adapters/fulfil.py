@@ -64,8 +64,9 @@ def fulfil(
     for request in plan.summarization_requests:
         turns = _turns_for(request, transcript)
         key = span_key(request, turns)
-        if cache is not None and key in cache:
-            summaries[request.group_id] = cache[key]
+        cached = None if cache is None else cache.get(key)
+        if cached is not None:  # one read: an entry evicted in between cannot be half-seen
+            summaries[request.group_id] = cached
             continue
         try:
             text = summarizer(request, turns)
@@ -92,8 +93,9 @@ async def afulfil(
     async def one(request: SummarizationRequest) -> tuple[str, str]:
         turns = _turns_for(request, transcript)
         key = span_key(request, turns)
-        if cache is not None and key in cache:
-            return request.group_id, cache[key]
+        cached = None if cache is None else cache.get(key)
+        if cached is not None:
+            return request.group_id, cached
         try:
             text = summarizer(request, turns)
             if inspect.isawaitable(text):
