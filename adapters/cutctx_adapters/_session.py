@@ -53,6 +53,7 @@ __all__ = [
     "HistoryFormat",
     "Prepared",
     "given",
+    "reply_allowance",
 ]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
@@ -61,6 +62,19 @@ Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted"
 def given(value: Any) -> Any:
     """``value``, or None for the SDKs' "not given" sentinels (``NOT_GIVEN``, ``omit``)."""
     return None if type(value).__name__ in ("NotGiven", "Omit") else value
+
+
+def reply_allowance(*keys: str) -> Callable[[Mapping[str, Any]], int | None]:
+    """A format's ``output_allowance``: the first of ``keys`` the request sets to an int."""
+
+    def allowance(request: Mapping[str, Any]) -> int | None:
+        for key in keys:
+            value = given(request.get(key))
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    return allowance
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstima
 from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
 from .._estimators import estimator_for
 from .._pipeline import CompactionResult, Job, OnSummaryError, arun, resolve_budget, run, start
-from .._session import HistoryFormat, given
+from .._session import HistoryFormat, given, reply_allowance
 from ..fulfil import AnySummarizer, SummaryCache
 from ._codec import (
     DEFAULT_MODEL,
@@ -367,11 +367,6 @@ async def acompact(
     return await arun(job, summarizer, summary_cache)
 
 
-def _output_allowance(request: Mapping[str, Any]) -> int | None:
-    value = given(request.get("max_tokens"))
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
     model = given(request.get("model"))
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
@@ -400,7 +395,7 @@ FORMAT = HistoryFormat(
         items, system=given(side), estimator=estimator, pin=pin),
     split=lambda rendered: rendered,
     overhead=_overhead,
-    output_allowance=_output_allowance,
+    output_allowance=reply_allowance("max_tokens"),
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
 )

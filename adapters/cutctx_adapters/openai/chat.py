@@ -38,7 +38,7 @@ from .._pipeline import (
     run,
     start,
 )
-from .._session import HistoryFormat, given
+from .._session import HistoryFormat, given, reply_allowance
 from ..fulfil import AnySummarizer, SummaryCache
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
@@ -360,14 +360,6 @@ async def acompact(
 
 
 
-def _output_allowance(request: Mapping[str, Any]) -> int | None:
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = given(request.get(key))
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 FORMAT = HistoryFormat(
     name="openai-chat",
     list_key="messages",
@@ -376,7 +368,7 @@ FORMAT = HistoryFormat(
         items, estimator=estimator, pin=pin),
     split=lambda rendered: (None, rendered),
     overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
-    output_allowance=_output_allowance,
+    output_allowance=reply_allowance("max_completion_tokens", "max_tokens"),
     planning=_planning,
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

@@ -40,7 +40,7 @@ from .._pipeline import (
     run,
     start,
 )
-from .._session import HistoryFormat, given
+from .._session import HistoryFormat, given, reply_allowance
 from ..fulfil import AnySummarizer, SummaryCache
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
@@ -586,11 +586,6 @@ async def acompact(
     return await arun(job, summarizer, summary_cache)
 
 
-def _output_allowance(request: Mapping[str, Any]) -> int | None:
-    value = given(request.get("max_output_tokens"))
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     for key in ("previous_response_id", "conversation"):
         if given(request.get(key)) is not None:
@@ -608,7 +603,7 @@ FORMAT = HistoryFormat(
     split=lambda rendered: rendered,
     overhead=lambda request, estimator: overhead_tokens(
         given(request.get("tools")), estimator, given(request.get("model"))),
-    output_allowance=_output_allowance,
+    output_allowance=reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
 )
