@@ -2,7 +2,13 @@
 
 Run: ``python benchmarks/engine.py`` (add ``--quick`` to skip 50k, ``--profile`` to print a
 cProfile of the default chain at 10k, ``--cpu`` to time with ``time.process_time`` instead of
-``time.perf_counter`` when the machine is busy).
+``time.perf_counter`` when the machine is busy, ``--gc-off`` to pause CPython's cyclic garbage
+collector while timing).
+
+Why ``--gc-off`` exists: a decide allocates one action per turn, and at 50k turns that crosses
+CPython's threshold for a full (generation-2) collection, which walks every object in the
+process, the caller's transcript included. That adds a fixed ~30 ms at 50k that 10k runs never
+pay, so the 50k/10k ratio looks superlinear; with the collector paused it is ~5x.
 
 Transcripts are deterministic (seeded ``random.Random``): a system turn, then rounds of user ->
 assistant issuing 1-3 tool calls (one ``tool_call_id``) -> its tool results (300-3000 tokens
@@ -47,7 +53,7 @@ from cutctx import (  # the repository root is put on the path above
 )
 
 SIZES = (1_000, 10_000, 50_000)
-RUNS = {1_000: 7, 10_000: 3, 50_000: 2}
+RUNS = {1_000: 7, 10_000: 5, 50_000: 3}
 PROMPT_ID = "cutctx/summary@1"
 CHARS_PER_TOKEN = 4
 NAIVE_MAX_SIZE = 10_000
@@ -145,6 +151,7 @@ def summaries_for(plan: CompactionPlan) -> dict[str, str]:
 
 
 CLOCK: Callable[[], float] = time.perf_counter
+PAUSE_GC = False
 
 
 def time_policy(
@@ -161,11 +168,14 @@ def time_policy(
         policy = make()
         fresh = Transcript(transcript.turns)  # cold: nothing derived from an earlier run
         gc.collect()
+        if PAUSE_GC:
+            gc.disable()
         started = CLOCK()
         plan = policy.decide(fresh, budget)
         decided = CLOCK()
         executor.apply(fresh, plan, summaries_for(plan))
         applied = CLOCK()
+        gc.enable()
         best_plan = min(best_plan, decided - started)
         best_apply = min(best_apply, applied - decided)
     assert plan is not None
@@ -197,15 +207,19 @@ def main() -> None:
                         help="print a cProfile of the default chain at 10k")
     parser.add_argument("--cpu", action="store_true",
                         help="time with process_time (CPU) instead of perf_counter (wall)")
+    parser.add_argument("--gc-off", action="store_true",
+                        help="pause the cyclic garbage collector while timing")
     args = parser.parse_args()
     sizes = SIZES[:2] if args.quick else SIZES
-    global CLOCK
+    global CLOCK, PAUSE_GC
     if args.cpu:
         CLOCK = time.process_time
+    PAUSE_GC = args.gc_off
 
     runs = ", ".join(f"{size // 1000}k: {count}" for size, count in RUNS.items())
     clock = "process_time (CPU)" if args.cpu else "perf_counter (wall)"
-    print(f"Python {sys.version.split()[0]}; {clock}; best of ({runs}) runs\n")
+    collector = "garbage collector paused while timing" if PAUSE_GC else "garbage collector on"
+    print(f"Python {sys.version.split()[0]}; {clock}; {collector}; best of ({runs}) runs\n")
     results: dict[tuple[str, int], tuple[float, float]] = {}
     header = (f"{'policy':<22}{'turns':>7}  {'plan':>10}{'apply':>10}  "
               f"{'0.1.0 plan':>11}{'0.1.0 apply':>12}  {'speedup plan/apply':>19}  outcome")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ._structure import Structure, require_satisfiable
+from ._structure import Structure, require_satisfiable, turn_id_set
 from .errors import ValidationError
 from .types import (
     SUMMARY_TURN_ID_PREFIX,
@@ -38,7 +38,19 @@ def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: Compacti
         raise ValidationError("a plan needs the Transcript and CompactionBudget it was made for")
     _check_fields(plan)
     structure = Structure.of(transcript, budget)
-    require_satisfiable(transcript, budget, structure)
+    if _passes_all(plan, transcript, structure, budget):
+        require_satisfiable(budget, structure)
+        return
+    # Something is wrong: check rule by rule, in the contract's order, to name the first broken.
+    check_rule_by_rule(plan, transcript, budget, structure)
+
+
+def check_rule_by_rule(
+    plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget, structure: Structure
+) -> None:
+    """The item types, then invariants 0-6 one at a time: raises for the first one broken."""
+    _check_items(plan)
+    require_satisfiable(budget, structure)
     _check_total(plan.actions, transcript)
     _check_untouchable_kept(plan.actions, structure)
     _check_exchanges(plan.actions, transcript, structure)
@@ -50,14 +62,76 @@ def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: Compacti
                     max_tokens=budget.max_tokens, budget_unmet=plan.budget_unmet)
 
 
+def _passes_all(
+    plan: CompactionPlan, transcript: Transcript, structure: Structure, budget: CompactionBudget
+) -> bool:
+    """Whether the plan keeps rules 1-6, decided in one pass over the turns.
+
+    Plans are built on every decide (a chain builds several), so the valid case must be cheap;
+    a False answer only sends the plan through the rule-by-rule checks, which say what is wrong.
+    """
+    actions = plan.actions
+    turns = transcript.turns
+    if len(actions) != len(turns):
+        return False
+    keep, mask = Action.KEEP, Action.MASK
+    after = 0
+    groups: dict[str, list[str]] = {}
+    for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
+        if type(action) is not TurnAction or action.turn_id != turn.turn_id:
+            return False
+        if action.summary_group is not None:
+            groups.setdefault(action.summary_group, []).append(action.turn_id)
+        kind = action.action
+        if kind is keep:
+            after += turn.token_estimate
+            continue
+        if untouchable:
+            return False
+        if kind is mask:
+            if action.replacement is None:
+                return False
+            after += action.replacement.token_estimate
+    if structure.shared_exchanges and not _exchanges_whole(actions, structure):
+        return False
+    if groups or plan.summarization_requests:
+        if not _requests_match(plan.summarization_requests, groups, transcript):
+            return False
+        after += sum(request.target_tokens for request in plan.summarization_requests)
+    return (plan.tokens_before == transcript.token_estimate()
+            and plan.tokens_after_estimate == after
+            and plan.budget_unmet == (after > budget.max_tokens))
+
+
+def _exchanges_whole(actions: tuple[TurnAction, ...], structure: Structure) -> bool:
+    for group in structure.shared_exchanges:
+        first = actions[group[0]]
+        if first.action in _REMOVED:
+            if any(actions[p].action is not first.action
+                   or actions[p].summary_group != first.summary_group for p in group):
+                return False
+        elif any(actions[p].action in _REMOVED for p in group):
+            return False
+    return True
+
+
+def _requests_match(
+    requests: tuple[SummarizationRequest, ...], groups: dict[str, list[str]],
+    transcript: Transcript,
+) -> bool:
+    """Rule 4 for well-typed requests; ``groups`` is in order of each group's earliest turn."""
+    if len(requests) != len(groups):
+        return False
+    existing = turn_id_set(transcript)
+    for request, (group_id, turn_ids) in zip(requests, groups.items(), strict=True):
+        if (type(request) is not SummarizationRequest or request.group_id != group_id
+                or request.turn_ids != tuple(turn_ids)
+                or SUMMARY_TURN_ID_PREFIX + group_id in existing):
+            return False
+    return True
+
+
 def _check_fields(plan: CompactionPlan) -> None:
-    for action in plan.actions:
-        if not isinstance(action, TurnAction):
-            raise ValidationError("actions must be TurnAction values", {"field": "actions"})
-    for request in plan.summarization_requests:
-        if not isinstance(request, SummarizationRequest):
-            raise ValidationError("summarization_requests must be SummarizationRequest values",
-                                  {"field": "summarization_requests"})
     for name in ("tokens_before", "tokens_after_estimate"):
         value = getattr(plan, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -73,6 +147,16 @@ def _check_fields(plan: CompactionPlan) -> None:
                               {"field": "estimator_ratio"})
     if not isinstance(plan.budget_unmet, bool):
         raise ValidationError("budget_unmet must be a bool", {"field": "budget_unmet"})
+
+
+def _check_items(plan: CompactionPlan) -> None:
+    for action in plan.actions:
+        if not isinstance(action, TurnAction):
+            raise ValidationError("actions must be TurnAction values", {"field": "actions"})
+    for request in plan.summarization_requests:
+        if not isinstance(request, SummarizationRequest):
+            raise ValidationError("summarization_requests must be SummarizationRequest values",
+                                  {"field": "summarization_requests"})
 
 
 def _check_total(actions: tuple[TurnAction, ...], transcript: Transcript) -> None:
@@ -106,9 +190,7 @@ def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structur
 def _check_exchanges(
     actions: tuple[TurnAction, ...], transcript: Transcript, structure: Structure
 ) -> None:
-    for group in structure.exchanges:
-        if len(group) == 1:
-            continue
+    for group in structure.shared_exchanges:
         first = actions[group[0]]
         removed = first.action in _REMOVED
         for position in group[1:]:
@@ -147,7 +229,7 @@ def _check_groups(
             requests_without_turns=[g for g in request_ids if g not in by_group],
             groups_without_request=[g for g in by_group if g not in set(request_ids)],
         )
-    existing = set(transcript.turn_ids())
+    existing = turn_id_set(transcript)
     for request in requests:
         if tuple(by_group[request.group_id]) != request.turn_ids:
             raise _fail("groups_match_requests",

@@ -25,14 +25,21 @@ def build_plan(
     policy_name: str,
     policy_version: str,
     estimator_ratio: float | None = None,
+    tokens_after: int | None = None,
 ) -> CompactionPlan:
-    """A plan whose totals and verdict are derived from its actions (then validated)."""
-    after = sum(request.target_tokens for request in requests)
-    for action, turn in zip(actions, transcript.turns, strict=False):
-        if action.action is Action.KEEP:
-            after += turn.token_estimate
-        elif action.replacement is not None:
-            after += action.replacement.token_estimate
+    """A plan whose totals and verdict are derived from its actions (then validated).
+
+    A policy that kept a running total passes it as ``tokens_after`` to save a pass over the
+    turns; the plan's validation recomputes it independently either way.
+    """
+    if tokens_after is None:
+        tokens_after = sum(request.target_tokens for request in requests)
+        for action, turn in zip(actions, transcript.turns, strict=False):
+            if action.action is Action.KEEP:
+                tokens_after += turn.token_estimate
+            elif action.replacement is not None:
+                tokens_after += action.replacement.token_estimate
+    after = tokens_after
     return CompactionPlan(
         actions=tuple(actions),
         summarization_requests=tuple(requests),
@@ -48,5 +55,11 @@ def build_plan(
 
 
 def keep_all(transcript: Transcript) -> list[TurnAction]:
-    """A KEEP action for every turn."""
-    return [TurnAction._trusted(turn.turn_id, Action.KEEP) for turn in transcript.turns]
+    """A KEEP action for every turn: a fresh list over actions made once per transcript (they
+    are immutable, so every policy and chain member deciding over it can share them)."""
+    keep: tuple[TurnAction, ...] | None = transcript._derived.get(("keep", None))
+    if keep is None:
+        make = TurnAction._trusted
+        keep = transcript._derived[("keep", None)] = tuple(
+            make(turn.turn_id, Action.KEEP) for turn in transcript.turns)
+    return list(keep)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .errors import BudgetUnsatisfiable
 from .types import CompactionBudget, Role, Transcript
 
-__all__ = ["Structure", "require_satisfiable"]
+__all__ = ["Structure", "require_satisfiable", "turn_id_set"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,10 @@ class Structure:
     """Member positions of each exchange, exchanges ordered by their earliest turn."""
     removable_exchange: tuple[bool, ...]
     """Per exchange: no member is untouchable."""
+    shared_exchanges: tuple[tuple[int, ...], ...]
+    """The exchanges with more than one member (the only ones a plan could split)."""
+    untouchable_tokens: int
+    untouchable_count: int
 
     @classmethod
     def of(cls, transcript: Transcript, budget: CompactionBudget) -> Structure:
@@ -42,17 +46,19 @@ class Structure:
         count = len(turns)
         first_protected = count - min(protected_recent_turns, count)
         system = Role.SYSTEM
-        untouchable = tuple(
-            turn.role is system or turn.pinned or position >= first_protected
-            for position, turn in enumerate(turns)
-        )
+        untouchable: list[bool] = []
+        untouchable_tokens = 0
         by_call_id: dict[str, int] = {}
         members: list[list[int]] = []
         exchange_of: list[int] = []
         for position, turn in enumerate(turns):
+            fixed = turn.role is system or turn.pinned or position >= first_protected
+            untouchable.append(fixed)
+            if fixed:
+                untouchable_tokens += turn.token_estimate
             call_id = turn.tool_call_id
-            index = len(members) if call_id is None else by_call_id.get(call_id, -1)
-            if index == -1 or call_id is None:
+            index = -1 if call_id is None else by_call_id.get(call_id, -1)
+            if index == -1:
                 index = len(members)
                 if call_id is not None:
                     by_call_id[call_id] = index
@@ -61,34 +67,37 @@ class Structure:
                 members[index].append(position)
             exchange_of.append(index)
         removable = [True] * len(members)
-        for position, is_untouchable in enumerate(untouchable):
-            if is_untouchable:
+        for position, fixed in enumerate(untouchable):
+            if fixed:
                 removable[exchange_of[position]] = False
-        return cls(untouchable, tuple(exchange_of), tuple(tuple(g) for g in members),
-                   tuple(removable))
+        exchanges = tuple(tuple(group) for group in members)
+        return cls(tuple(untouchable), tuple(exchange_of), exchanges, tuple(removable),
+                   tuple(group for group in exchanges if len(group) > 1), untouchable_tokens,
+                   untouchable.count(True))
 
     def removable(self, position: int) -> bool:
         """Whether the turn at ``position`` may be dropped or summarized."""
         return self.removable_exchange[self.exchange_of[position]]
 
 
-def require_satisfiable(
-    transcript: Transcript, budget: CompactionBudget, structure: Structure
-) -> None:
+def require_satisfiable(budget: CompactionBudget, structure: Structure) -> None:
     """Raise ``BudgetUnsatisfiable`` if the untouchable turns alone exceed the budget."""
-    tokens = 0
-    count = 0
-    for turn, untouchable in zip(transcript.turns, structure.untouchable, strict=True):
-        if untouchable:
-            tokens += turn.token_estimate
-            count += 1
+    tokens = structure.untouchable_tokens
     if tokens > budget.max_tokens:
         raise BudgetUnsatisfiable(
             f"untouchable turns need {tokens} tokens but the budget is {budget.max_tokens}",
             {
                 "untouchable_tokens": tokens,
                 "max_tokens": budget.max_tokens,
-                "untouchable_turn_count": count,
+                "untouchable_turn_count": structure.untouchable_count,
                 "protected_recent_turns": budget.protected_recent_turns,
             },
         )
+
+
+def turn_id_set(transcript: Transcript) -> frozenset[str]:
+    """The transcript's turn ids as a set (computed once per transcript)."""
+    ids: frozenset[str] | None = transcript._derived.get(("turn_ids", None))
+    if ids is None:
+        ids = transcript._derived[("turn_ids", None)] = frozenset(transcript.turn_ids())
+    return ids

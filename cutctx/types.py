@@ -159,8 +159,12 @@ class Transcript:
         object.__setattr__(self, "turns", turns)
 
     def token_estimate(self) -> int:
-        """Sum of the turns' estimates."""
-        return sum(turn.token_estimate for turn in self.turns)
+        """Sum of the turns' estimates (computed once: policies and checks ask repeatedly)."""
+        total: int | None = self._derived.get(("tokens", None))
+        if total is None:
+            total = self._derived[("tokens", None)] = sum(
+                turn.token_estimate for turn in self.turns)
+        return total
 
     def turn_ids(self) -> tuple[str, ...]:
         """The turn ids, in order."""
@@ -192,6 +196,17 @@ class TurnReplacement:
     def __post_init__(self) -> None:
         require_text(self.content, "replacement.content", non_empty=False)
         require_int(self.token_estimate, "replacement.token_estimate")
+
+    @staticmethod
+    def _checked(content: str, token_estimate: Any) -> TurnReplacement:
+        """A replacement for a stub the engine wrote: only the estimate (which may come from a
+        caller's estimator) needs checking, so the common case skips the field checks."""
+        if type(token_estimate) is not int or token_estimate < 0:
+            return TurnReplacement(content, token_estimate)  # raises, naming the field
+        made = _new_object(TurnReplacement)
+        _set_content(made, content)
+        _set_token_estimate(made, token_estimate)
+        return made
 
     def to_dict(self) -> dict[str, Any]:
         return {"content": self.content, "token_estimate": self.token_estimate}
@@ -228,16 +243,16 @@ class TurnAction:
             raise ValidationError("replacement must be a TurnReplacement",
                                   {"turn_id": self.turn_id, "field": "replacement"})
 
-    @classmethod
-    def _trusted(cls, turn_id: str, action: Action, summary_group: str | None = None,
+    @staticmethod
+    def _trusted(turn_id: str, action: Action, summary_group: str | None = None,
                  replacement: TurnReplacement | None = None) -> TurnAction:
         """Built by a policy from values it already holds valid: skips the field checks (the
-        plan's invariants still check the whole)."""
-        made = object.__new__(cls)
-        object.__setattr__(made, "turn_id", turn_id)
-        object.__setattr__(made, "action", action)
-        object.__setattr__(made, "summary_group", summary_group)
-        object.__setattr__(made, "replacement", replacement)
+        plan's invariants still check the whole). A chain builds tens of thousands of these."""
+        made = _new_object(TurnAction)
+        _set_turn_id(made, turn_id)
+        _set_action(made, action)
+        _set_summary_group(made, summary_group)
+        _set_replacement(made, replacement)
         return made
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,6 +262,16 @@ class TurnAction:
             "summary_group": self.summary_group,
             "replacement": None if self.replacement is None else self.replacement.to_dict(),
         }
+
+
+# The slots' own setters: writing through them skips the frozen class's __setattr__ lookups.
+_new_object = object.__new__
+_set_content = TurnReplacement.__dict__["content"].__set__
+_set_token_estimate = TurnReplacement.__dict__["token_estimate"].__set__
+_set_turn_id = TurnAction.__dict__["turn_id"].__set__
+_set_action = TurnAction.__dict__["action"].__set__
+_set_summary_group = TurnAction.__dict__["summary_group"].__set__
+_set_replacement = TurnAction.__dict__["replacement"].__set__
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .._planning import build_plan
+from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable
 from ..errors import ValidationError
 from ..types import (
@@ -36,9 +36,15 @@ class _Decisions:
     transcript: Transcript
     actions: list[TurnAction]
     requests: dict[str, tuple[int, str]] = field(default_factory=dict)
+    untouched: bool = True
+    """No member has decided anything yet: the view is the transcript itself."""
 
-    def projection(self) -> tuple[Transcript, list[list[int]]]:
-        """The view so far, and for each of its turns the real positions it stands for."""
+    def projection(self) -> tuple[Transcript, list[list[int]] | None]:
+        """The view so far, and for each of its turns the real positions it stands for (None
+        while the view is the transcript itself, so the first member shares the facts already
+        derived from it instead of rebuilding them over an equal copy)."""
+        if self.untouched:
+            return self.transcript, None
         turns: list[TranscriptTurn] = []
         sources: list[list[int]] = []
         stand_in_index: dict[str, int] = {}
@@ -69,10 +75,14 @@ class _Decisions:
                     sources.append([position])
         return Transcript(tuple(turns)), sources
 
-    def absorb(self, plan: CompactionPlan, sources: list[list[int]]) -> None:
+    def absorb(self, plan: CompactionPlan, sources: list[list[int]] | None) -> None:
         """Carry a member's decisions over the projection back to the real turns."""
         for request in plan.summarization_requests:
             self.requests[request.group_id] = (request.target_tokens, request.prompt_id)
+        if sources is None:  # decided over the transcript itself: its actions are ours
+            self.actions = list(plan.actions)
+            self.untouched = False
+            return
         for action, positions in zip(plan.actions, sources, strict=True):
             if action.action is Action.KEEP:
                 continue
@@ -88,9 +98,7 @@ class _Decisions:
 
     def escalate(self, structure: Structure) -> None:
         """Remove whole any exchange left half-removed: DROP wins, else the earliest group."""
-        for members in structure.exchanges:
-            if len(members) == 1:
-                continue
+        for members in structure.shared_exchanges:
             kinds = [self.actions[p] for p in members]
             removed = [a for a in kinds if a.action in _REMOVED]
             if not removed:
@@ -141,9 +149,8 @@ class PolicyChain:
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         structure = Structure.of(transcript, budget)
-        require_satisfiable(transcript, budget, structure)
-        state = _Decisions(transcript,
-                           [TurnAction._trusted(t.turn_id, Action.KEEP) for t in transcript.turns])
+        require_satisfiable(budget, structure)
+        state = _Decisions(transcript, keep_all(transcript))
         projected_total = transcript.token_estimate()
         ratio: float | None = None
         for policy in self.policies:

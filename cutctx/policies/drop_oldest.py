@@ -21,7 +21,7 @@ class DropOldestPolicy:
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         structure = Structure.of(transcript, budget)
-        require_satisfiable(transcript, budget, structure)
+        require_satisfiable(budget, structure)
         actions = keep_all(transcript)
         turns = transcript.turns
         total = transcript.token_estimate()
@@ -34,7 +34,7 @@ class DropOldestPolicy:
                 actions[position] = TurnAction._trusted(turns[position].turn_id, Action.DROP)
                 total -= turns[position].token_estimate
         return build_plan(transcript, budget, actions, (), policy_name=self.name,
-                          policy_version=self.version)
+                          policy_version=self.version, tokens_after=total)
 
     def __repr__(self) -> str:
         return "DropOldestPolicy()"

@@ -55,32 +55,38 @@ class ObservationMaskingPolicy:
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         structure = Structure.of(transcript, budget)
-        require_satisfiable(transcript, budget, structure)
+        require_satisfiable(budget, structure)
         actions = keep_all(transcript)
         turns = transcript.turns
         tool_positions = [p for p, turn in enumerate(turns) if turn.role is Role.TOOL]
         spared = self.keep_recent_results
         candidates = tool_positions[: len(tool_positions) - spared] if spared else tool_positions
         total = transcript.token_estimate()
+        max_tokens = budget.max_tokens
+        untouchable = structure.untouchable
+        stub_for = self.stub_for
+        estimate_tokens = self.estimator.estimate_tokens
         stubbed = False
         for position in candidates:
-            if total <= budget.max_tokens:
+            if total <= max_tokens:
                 break
-            if structure.untouchable[position]:
+            if untouchable[position]:
                 continue
             turn = turns[position]
-            stub = self.stub_for(turn)
-            estimate = self.estimator.estimate_tokens(stub)
+            stub = stub_for(turn)
+            estimate = estimate_tokens(stub)
             if estimate < turn.token_estimate:
                 stubbed = True
+                replacement = TurnReplacement._checked(stub, estimate)
                 actions[position] = TurnAction._trusted(turn.turn_id, Action.MASK,
-                                               replacement=TurnReplacement(stub, estimate))
+                                                        replacement=replacement)
                 total -= turn.token_estimate - estimate
         ratio = None
         if stubbed and self._default_estimator and isinstance(self.estimator, CharRatioEstimator):
             ratio = self.estimator.chars_per_token
         return build_plan(transcript, budget, actions, (), policy_name=self.name,
-                          policy_version=self.version, estimator_ratio=ratio)
+                          policy_version=self.version, estimator_ratio=ratio,
+                          tokens_after=total)
 
     def __repr__(self) -> str:
         return (f"ObservationMaskingPolicy(keep_recent_results={self.keep_recent_results}, "

@@ -7,7 +7,7 @@ import math
 from .._canonical import sha256_of
 from .._checks import require_int, require_text
 from .._planning import build_plan, keep_all
-from .._structure import Structure, require_satisfiable
+from .._structure import Structure, require_satisfiable, turn_id_set
 from ..errors import ValidationError
 from ..types import (
     SUMMARY_TURN_ID_PREFIX,
@@ -70,15 +70,6 @@ def _split_at_gaps(positions: list[int]) -> list[list[int]]:
     return pieces
 
 
-def _summary_id_taken(transcript: Transcript, group_id: str) -> bool:
-    """Whether a turn already holds the id this span's summary would get."""
-    key = ("turn_ids", None)
-    ids = transcript._derived.get(key)
-    if ids is None:
-        ids = transcript._derived[key] = frozenset(transcript.turn_ids())
-    return SUMMARY_TURN_ID_PREFIX + group_id in ids
-
-
 class SummarizingPolicy:
     """Asks for one summary of the oldest span with enough turns to be worth it."""
 
@@ -97,7 +88,7 @@ class SummarizingPolicy:
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         structure = Structure.of(transcript, budget)
-        require_satisfiable(transcript, budget, structure)
+        require_satisfiable(budget, structure)
         actions = keep_all(transcript)
         requests: list[SummarizationRequest] = []
         if transcript.token_estimate() > budget.max_tokens:
@@ -111,7 +102,7 @@ class SummarizingPolicy:
                     continue
                 turn_ids = tuple(turns[p].turn_id for p in span)
                 group_id = group_id_for(turn_ids)
-                if _summary_id_taken(transcript, group_id):
+                if SUMMARY_TURN_ID_PREFIX + group_id in turn_id_set(transcript):
                     continue
                 for position in span:
                     actions[position] = TurnAction._trusted(
