@@ -13,11 +13,13 @@ from typing import Any
 import anthropic
 import httpx
 import httpx2
+import pydantic
 import pytest
 import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic import Anthropic, AsyncAnthropic, AsyncStream, Stream
-from anthropic.types import Message, MessageTokensCount
+from anthropic.types import Message, MessageTokensCount, ParsedMessage
+from anthropic.types.beta import BetaMessage
 
 import cutctx
 from cutctx import BudgetUnsatisfiable, CompactionReport
@@ -428,6 +430,69 @@ def test_raw_and_streaming_response_views_compact_too(route: respx.Route) -> Non
     assert reports[-1].decision == "compacted"
     assert_sendable(sent(route), agent_history(13))
     assert route.call_count == 2
+
+
+class Verdict(pydantic.BaseModel):
+    answer: str
+
+
+def test_parse_sends_the_compacted_messages(api: respx.Router) -> None:
+    route = api.post("/v1/messages").respond(json=message('{"answer": "42"}'))
+    reports: list[Any] = []
+    client = wrap(sdk(), reports)
+    parsed = client.messages.parse(**call(BIG), output_format=Verdict)
+    assert isinstance(parsed, ParsedMessage) and parsed.parsed_output == Verdict(answer="42")
+    body = sent(route)
+    assert "output_config" in body and body["system"] == SYSTEM
+    assert_sendable(body, BIG)
+    assert len(body["messages"]) < len(BIG) and reports[-1].decision == "compacted"
+
+
+def test_beta_messages_compact_like_messages(route: respx.Route,
+                                             count_route: respx.Route) -> None:
+    reports: list[Any] = []
+    client = wrap(sdk(), reports)
+    response = client.beta.messages.create(**call(BIG), betas=["context-management-2025-06-27"])
+    assert type(response) is BetaMessage
+    assert route.calls.last.request.headers["anthropic-beta"] == "context-management-2025-06-27"
+    assert_sendable(sent(route), BIG)
+    assert len(sent(route)["messages"]) < len(BIG) and reports[-1].decision == "compacted"
+    with client.beta.messages.stream(**call(agent_history(13))) as stream:
+        assert "".join(stream.text_stream) == "Hello"
+    assert_sendable(sent(route), agent_history(13))
+    assert reports[-1].decision == "compacted"
+    # one session behind both: the beta call's view is reused by a plain call that appends
+    client.messages.create(**call(agent_history(13) + one_round(99)))
+    assert reports[-1].decision == "appended" and reports[-1].reused_items > 0
+    count = client.beta.messages.count_tokens(model=MODEL, messages=BIG)
+    assert count.input_tokens == 4_321 and sent(count_route)["messages"] == BIG
+    assert len(reports) == 3 and client.beta.models is client.wrapped.beta.models
+
+
+def test_a_beta_call_continuing_a_server_thread_is_sent_untouched(route: respx.Route) -> None:
+    reports: list[Any] = []
+    client = wrap(sdk(), reports)
+    thread = {"type": "continue", "previous_message_id": "msg_0"}
+    client.beta.messages.create(**call(BIG), thread=thread)
+    assert sent(route)["messages"] == BIG and sent(route)["thread"] == thread
+    [report] = reports
+    assert report.decision == "not_possible" and "thread" in report.reason
+    client.beta.messages.create(**call(BIG), thread={"type": "create"})
+    assert reports[-1].decision == "compacted"
+    assert len(sent(route)["messages"]) < len(BIG)
+
+
+@pytest.mark.anyio
+async def test_async_beta_messages_compact(route: respx.Route) -> None:
+    reports: list[Any] = []
+    client = wrap(async_sdk(), reports)
+    response = await client.beta.messages.create(**call(BIG))
+    assert type(response) is BetaMessage
+    async with client.beta.messages.stream(**call(agent_history(13))) as events:
+        text = "".join([chunk async for chunk in events.text_stream])
+    assert text == "Hello"
+    assert [r.decision for r in reports] == ["compacted", "compacted"]
+    assert_sendable(sent(route), agent_history(13))
 
 
 @pytest.mark.anyio

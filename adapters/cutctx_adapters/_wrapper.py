@@ -13,7 +13,13 @@ from typing import Any
 
 from ._session import CallReport, CompactionSession, HistoryFormat
 
-__all__ = ["CompactingClient", "CompactingResource", "ReportCallback", "is_async_client"]
+__all__ = [
+    "CompactingClient",
+    "CompactingResource",
+    "Namespace",
+    "ReportCallback",
+    "is_async_client",
+]
 
 ReportCallback = Callable[[CallReport], None]
 _RESPONSE_VIEWS = frozenset({"with_raw_response", "with_streaming_response"})
@@ -104,6 +110,21 @@ class _DeferredManager:
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._manager.__aexit__(*exc)
+
+
+class Namespace:
+    """A client attribute that only groups resources (``chat``, ``beta``), with some of its
+    members replaced by compacting ones; every other member is the real one's."""
+
+    def __init__(self, real: Any, **members: Any) -> None:
+        self._real = real
+        self.__dict__.update(members)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __repr__(self) -> str:
+        return f"<compacting {self._real!r}>"
 
 
 class CompactingClient:

@@ -387,6 +387,15 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
             "measure": prepared.measure}
 
 
+def _unsupported(request: Mapping[str, Any]) -> str | None:
+    """A beta request that continues a server-held thread sends only its new messages."""
+    thread = given(request.get("thread"))
+    if isinstance(thread, Mapping) and thread.get("type") == "continue":
+        return ("the request continues a server-held history (thread); only the server can "
+                "compact it")
+    return None
+
+
 FORMAT = HistoryFormat(
     name="anthropic-messages",
     list_key="messages",
@@ -396,6 +405,7 @@ FORMAT = HistoryFormat(
     split=lambda rendered: rendered,
     overhead=_overhead,
     output_allowance=reply_allowance("max_tokens"),
+    unsupported=_unsupported,
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
 )

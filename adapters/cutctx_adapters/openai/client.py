@@ -8,21 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._wrapper import CompactingClient, ReportCallback
+from .._wrapper import CompactingClient, Namespace, ReportCallback
 from . import chat, responses
 
 __all__ = ["CompactingOpenAI"]
 
 _METHODS = ("create", "parse", "stream")
-
-
-class _Chat:
-    def __init__(self, chat_resource: Any, completions: Any) -> None:
-        self._chat = chat_resource
-        self.completions = completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._chat, name)
 
 
 class CompactingOpenAI(CompactingClient):
@@ -44,7 +35,8 @@ class CompactingOpenAI(CompactingClient):
     def chat(self) -> Any:
         """``chat`` whose ``completions`` compact ``messages`` before sending."""
         real = self._client.chat
-        return _Chat(real, self._compacting(real.completions, chat.FORMAT.name, _METHODS))
+        return Namespace(real, completions=self._compacting(real.completions, chat.FORMAT.name,
+                                                            _METHODS))
 
     @property
     def responses(self) -> Any:
