@@ -238,7 +238,10 @@ def test_inspect_json(runs: Runs, path: Path) -> None:
     assert all(action["action"] == "keep" for action in data["plan"]["actions"])
     assert len(data["turns"]) == len(data["plan"]["actions"]) == data["report"]["turns_before"]
     budget = data["budget"]
-    assert budget["max_prompt_tokens"] == budget["window"] - budget["reserve"]
+    room = budget["window"] - budget["reserve"]
+    assert budget["max_prompt_tokens"] == (room if budget["input_limit"] is None
+                                           else budget["input_limit"])
+    assert budget["input_limit"] is None or budget["input_limit"] < room
     assert data["report"]["plan_hash"] in runs[f"inspect:{path.stem}"].stdout
 
 
@@ -464,7 +467,7 @@ def test_pin_keep_recent_window_reserve_model(tiktoken_cache: Path,
     assert data["model"] == "gpt-4.1"
     assert data["budget"] == {"max_prompt_tokens": 18000, "window": 20000,
                               "window_from": "--window", "reserve": 2000,
-                              "reserve_from": "--reserve"}
+                              "reserve_from": "--reserve", "input_limit": None}
     code, out, _ = _main(capsys, "inspect", ROOT / "examples" / "histories" /
                          "coding_agent.anthropic.json", "--json")
     if code == 0:  # the body's max_tokens is the default reserve

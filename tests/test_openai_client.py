@@ -420,8 +420,14 @@ def test_the_window_comes_from_the_table_or_the_caller(route: respx.Route) -> No
         CompactingOpenAI(sdk(), on_compaction=reports.append,
                          windows={"acme-llm": 32_000}).chat.completions.create(
             model="acme-llm-7b", messages=SMALL, max_tokens=1_000)
-    assert [r.prompt_budget for r in reports] == [127_000, 7_192, 49_000, 31_000]
-    assert route.call_count == 4
+    # GPT-5's window is 400K but it takes 272K in: the table's window is capped, a given one not
+    CompactingOpenAI(sdk(), on_compaction=reports.append).chat.completions.create(
+        model="gpt-5", messages=SMALL, max_completion_tokens=1_000)
+    CompactingOpenAI(sdk(), on_compaction=reports.append, window=300_000).chat.completions.create(
+        model="gpt-5", messages=SMALL, max_completion_tokens=1_000)
+    assert [r.prompt_budget for r in reports] == [127_000, 7_192, 49_000, 31_000, 272_000,
+                                                  299_000]
+    assert route.call_count == 6
 
 
 def test_an_unknown_model_without_a_window_fails_before_sending(route: respx.Route) -> None:

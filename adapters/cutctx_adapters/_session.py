@@ -43,7 +43,7 @@ from ._pipeline import (
 )
 from ._pipeline import arun as _arun
 from ._pipeline import run as _run
-from ._windows import context_window
+from ._windows import prompt_budget
 from .fulfil import AnySummarizer
 
 __all__ = [
@@ -434,13 +434,14 @@ class CompactionSession:
         return len(self._views)
 
     def _budget(self, request: Mapping[str, Any], model: str | None) -> int:
-        window = self.window or context_window(model, self.windows)
-        if window is None:
+        allowance = self.format.output_allowance(request)
+        budget = prompt_budget(model, self.reserve if allowance is None else allowance,
+                               window=self.window, overrides=self.windows)
+        if budget is None:
             raise ValidationError(
                 f"unknown context window for model {model!r}: pass window= (or windows=)",
                 {"model": model, "field": "window"})
-        allowance = self.format.output_allowance(request)
-        return max(0, window - (self.reserve if allowance is None else allowance))
+        return budget
 
     def _plan(self, request: dict[str, Any]) -> _Plan:
         fmt = self.format

@@ -18,7 +18,7 @@ from cutctx import (
 )
 
 from .._pipeline import stub_estimator
-from .._windows import context_window
+from .._windows import context_window, input_limit
 from ..fulfil import Summarizer
 from ..prompts import DEFAULT_PROMPT_ID
 from ._errors import CliError
@@ -44,19 +44,23 @@ class Budget:
     """``--window`` or the model name whose window it is."""
     reserve_from: str | None = None
     """``--reserve``, the body field it came from (``max_tokens`` …), or ``default``."""
+    input_limit: int | None = None
+    """The model's input cap, when it is what bounds the budget (GPT-5: 272,000)."""
 
     def describe(self) -> str:
         """``--budget``, or ``window 200,000 (gpt-4o) − reserve 4,096 (default)``."""
         if self.window is None or self.reserve is None:
             return "--budget"
+        capped = "" if self.input_limit is None else \
+            f", capped at the model's input limit {self.input_limit:,}"
         return (f"window {self.window:,} ({self.window_from}) − reserve {self.reserve:,} "
-                f"({self.reserve_from})")
+                f"({self.reserve_from}){capped}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON for ``--json``."""
         return {"max_prompt_tokens": self.tokens, "window": self.window,
                 "window_from": self.window_from, "reserve": self.reserve,
-                "reserve_from": self.reserve_from}
+                "reserve_from": self.reserve_from, "input_limit": self.input_limit}
 
 
 def resolve_model(option: str | None, doc: Document) -> str:
@@ -86,7 +90,11 @@ def resolve_budget(budget: int | None, window: int | None, reserve: int | None,
         reserve_from, reserve = doc.output_allowance or ("default", DEFAULT_RESERVE)
     if reserve >= window:
         raise CliError(f"the reserve ({reserve:,}) leaves nothing of the window ({window:,})")
-    return Budget(window - reserve, window, reserve, window_from, reserve_from)
+    tokens = window - reserve
+    limit = input_limit(model) if window_from == model else None
+    if limit is None or limit >= tokens:
+        return Budget(tokens, window, reserve, window_from, reserve_from)
+    return Budget(limit, window, reserve, window_from, reserve_from, limit)
 
 
 def build_policy(name: str, text_estimator: TokenEstimator,
