@@ -7,6 +7,7 @@ grouping, pinning, call/result pairing checks, the round trip — lives here, on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -60,15 +61,16 @@ def to_plain(value: Any, *, where: str = "history", index: int | None = None) ->
     """
     try:
         return _plain(value)
+    except RecursionError:  # nested past the interpreter's limit, or containing itself
+        problem, details = "nested too deeply, or contains itself", {"rule": "json_depth"}
     except _NotJson:
         field, kind = _first_bad(value, "")
-        details: dict[str, Any] = {"where": where, "field": field, "type": kind,
-                                   "rule": "json_data"}
-        if index is not None:
-            details["index"] = index
-        raise ValidationError(
-            f"{where}: value of type {kind} at {field or 'top level'!r} is not JSON data "
-            "(rule json_data)", details) from None
+        problem = f"value of type {kind} at {field or 'top level'!r} is not JSON data"
+        details = {"field": field, "type": kind, "rule": "json_data"}
+    located: dict[str, Any] = {"where": where, **details}
+    if index is not None:
+        located["index"] = index
+    raise ValidationError(f"{where}: {problem} (rule {details['rule']})", located)
 
 
 def copy_plain(value: Any, where: str = "history") -> Any:
@@ -80,7 +82,7 @@ class _NotJson(Exception):
     pass
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _plain(value: Any) -> Any:
@@ -88,13 +90,17 @@ def _plain(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if kind is dict:  # the common case, without the ABC checks below
-        return {key: _plain(item) for key, item in value.items()}
+        return _plain_object(value)
     if kind is list:
         return [_plain(item) for item in value]
-    if isinstance(value, str | int | float | bool):
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise _NotJson  # NaN and infinities have no JSON form; the SDKs refuse them too
+    if isinstance(value, str | int | bool):
         return value
     if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
+        return _plain_object(value)
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     dump = getattr(value, "model_dump", None)
@@ -104,10 +110,20 @@ def _plain(value: Any) -> Any:
     raise _NotJson
 
 
+def _plain_object(value: Mapping[Any, Any]) -> dict[str, Any]:
+    out = {key: _plain(item) for key, item in value.items()}
+    for key in out:
+        if type(key) is not str:
+            raise _NotJson  # JSON object keys are strings; the SDK would silently change it
+    return out
+
+
 def _first_bad(value: Any, path: str) -> tuple[str, str]:
     """Where the first non-JSON value sits (only walked once something failed)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"{type(key).__name__} key"
             found = _first_bad(item, f"{path}.{key}" if path else str(key))
             if found[1]:
                 return found
@@ -118,6 +134,8 @@ def _first_bad(value: Any, path: str) -> tuple[str, str]:
             if found[1]:
                 return found
         return path, ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, "non-finite float"
     if isinstance(value, str | int | float | bool) or value is None or callable(
             getattr(value, "model_dump", None)):
         return path, ""
