@@ -173,6 +173,10 @@ class Transcript:
     def __len__(self) -> int:
         return len(self.turns)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Only the turns: derived facts are rebuilt on demand, never pickled or deep-copied.
+        return (Transcript, (self.turns,))
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionBudget:

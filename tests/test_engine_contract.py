@@ -1109,6 +1109,16 @@ def test_transcript_values_survive_deepcopy_and_pickle() -> None:
     assert copy.deepcopy(T("c", Role.USER, "z", 0)).metadata == {}
 
 
+def test_facts_derived_while_deciding_are_not_pickled() -> None:
+    transcript = Transcript((T("a", Role.USER, "x", 10), T("b", Role.TOOL, "y" * 400, 100, "c"),
+                             T("q", Role.USER, "z", 1)))
+    before = pickle.dumps(transcript)
+    default_chain(prompt_id="p").decide(transcript, CompactionBudget(20, 1))
+    assert transcript._derived  # the decide above kept some facts on the transcript
+    assert pickle.dumps(transcript) == before
+    assert not copy.deepcopy(transcript)._derived
+
+
 def test_summarizing_returns_a_plan_when_a_turn_id_looks_like_a_summary_id() -> None:
     # the span a b c d would get group id span-8c63d3efcb820f41; a protected turn already has
     # its summary id. A valid transcript must still get a valid plan, not a ValidationError.
