@@ -54,6 +54,7 @@ __all__ = [
     "Prepared",
     "given",
     "reply_allowance",
+    "server_held",
 ]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
@@ -62,6 +63,13 @@ Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted"
 def given(value: Any) -> Any:
     """``value``, or None for the SDKs' "not given" sentinels (``NOT_GIVEN``, ``omit``)."""
     return None if type(value).__name__ in ("NotGiven", "Omit") else value
+
+
+def server_held(field: str) -> str:
+    """The ``not_possible`` reason for a request whose ``field`` continues a history the
+    provider holds: only the new items are sent, so there is nothing here to compact."""
+    return (f"the request continues a server-held history ({field}); only the server can "
+            "compact it")
 
 
 def reply_allowance(*keys: str) -> Callable[[Mapping[str, Any]], int | None]:

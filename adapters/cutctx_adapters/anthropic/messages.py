@@ -41,7 +41,7 @@ from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstima
 from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
 from .._estimators import estimator_for
 from .._pipeline import CompactionResult, Job, OnSummaryError, arun, resolve_budget, run, start
-from .._session import HistoryFormat, given, reply_allowance
+from .._session import HistoryFormat, given, reply_allowance, server_held
 from ..fulfil import AnySummarizer, SummaryCache
 from ._codec import (
     DEFAULT_MODEL,
@@ -391,8 +391,7 @@ def _unsupported(request: Mapping[str, Any]) -> str | None:
     """A beta request that continues a server-held thread sends only its new messages."""
     thread = given(request.get("thread"))
     if isinstance(thread, Mapping) and thread.get("type") == "continue":
-        return ("the request continues a server-held history (thread); only the server can "
-                "compact it")
+        return server_held("thread")
     return None
 
 

@@ -40,7 +40,7 @@ from .._pipeline import (
     run,
     start,
 )
-from .._session import HistoryFormat, given, reply_allowance
+from .._session import HistoryFormat, given, reply_allowance, server_held
 from ..fulfil import AnySummarizer, SummaryCache
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
@@ -589,8 +589,7 @@ async def acompact(
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     for key in ("previous_response_id", "conversation"):
         if given(request.get(key)) is not None:
-            return f"the request continues a server-held history ({key}); only the server " \
-                   "can compact it"
+            return server_held(key)
     return None
 
 
