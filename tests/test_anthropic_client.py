@@ -493,6 +493,12 @@ async def test_async_beta_messages_compact(route: respx.Route) -> None:
     assert text == "Hello"
     assert [r.decision for r in reports] == ["compacted", "compacted"]
     assert_sendable(sent(route), agent_history(13))
+    route.side_effect = None
+    route.return_value = httpx.Response(200, json=message('{"answer": "7"}'))
+    parsed = await client.beta.messages.parse(**call(agent_history(14)), output_format=Verdict)
+    assert parsed.parsed_output == Verdict(answer="7")
+    assert reports[-1].decision == "compacted"
+    assert_sendable(sent(route), agent_history(14))
 
 
 @pytest.mark.anyio
