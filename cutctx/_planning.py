@@ -39,16 +39,15 @@ def build_plan(
                 tokens_after += turn.token_estimate
             elif action.replacement is not None:
                 tokens_after += action.replacement.token_estimate
-    after = tokens_after
     return CompactionPlan(
         actions=tuple(actions),
         summarization_requests=tuple(requests),
         tokens_before=transcript.token_estimate(),
-        tokens_after_estimate=after,
+        tokens_after_estimate=tokens_after,
         policy_name=policy_name,
         policy_version=policy_version,
         estimator_ratio=estimator_ratio,
-        budget_unmet=after > budget.max_tokens,
+        budget_unmet=tokens_after > budget.max_tokens,
         transcript=transcript,
         budget=budget,
     )
