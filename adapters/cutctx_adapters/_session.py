@@ -30,7 +30,7 @@ from cutctx import (
     ValidationError,
 )
 
-from ._canonical_key import content_key, span_key
+from ._canonical_key import content_bytes, content_key, span_key
 from ._conversion import Conversion, PinSpec, copy_plain, to_plain
 from ._estimators import estimator_for
 from ._pipeline import (
@@ -334,10 +334,10 @@ def _fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
 def _chain(items: Sequence[dict[str, Any]], seed: str) -> list[str]:
     """Hash of every prefix: equal content gives equal keys, whatever objects carried it."""
     keys: list[str] = []
-    running = seed
+    running = seed.encode()
     for item in items:
-        running = hashlib.sha256((running + content_key(item)).encode()).hexdigest()
-        keys.append(running)
+        running = hashlib.sha256(running + content_bytes(item)).digest()
+        keys.append(running.hex())
     return keys
 
 
