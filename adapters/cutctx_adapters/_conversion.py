@@ -277,6 +277,8 @@ def _exchange_ids(parts: Sequence[Part]) -> list[str | None]:
 
     owner: dict[str, int] = {}
     for position, part in enumerate(parts):
+        if not (part.calls or part.answers or part.links):
+            continue  # most turns belong to no exchange
         for key in _keys(part):
             other = owner.setdefault(key, position)
             if other != position:

@@ -93,6 +93,9 @@ class _Decisions:
                 continue
             for position in positions:
                 turn_id = self.transcript.turns[position].turn_id
+                if action.turn_id == turn_id:  # a real turn in the view: the action is ours
+                    self.actions[position] = action
+                    continue
                 self.actions[position] = TurnAction._trusted(turn_id, action.action,
                                                     summary_group=action.summary_group)
 
