@@ -664,3 +664,28 @@ def test_an_index_pin_beyond_a_short_history_pins_nothing_yet() -> None:
     history = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]
     prepared = session.prepare(model="gpt-4o", messages=history)
     assert prepared.request["messages"] == history
+
+
+# --- (f) settings ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("setting", "field"), [
+    ({"window": 0}, "window"),
+    ({"window": "128k"}, "window"),
+    ({"window": True}, "window"),
+    ({"windows": {"acme": 0}}, "windows['acme']"),
+    ({"windows": ["acme"]}, "windows"),
+    ({"reserve": -1}, "reserve"),
+    ({"keep_recent": 1.5}, "keep_recent"),
+    ({"trigger": 1.5}, "trigger"),
+    ({"target": "most"}, "target"),
+    ({"max_views": -1}, "max_views"),
+])
+def test_bad_settings_are_refused_when_the_session_or_client_is_made(
+    setting: dict[str, Any], field: str,
+) -> None:
+    with pytest.raises(cutctx.ValidationError) as caught:
+        CompactionSession(chat.FORMAT, **setting)
+    assert caught.value.details["field"] == field
+    with pytest.raises(cutctx.ValidationError):
+        CompactingOpenAI(OpenAI(api_key="test"), **setting)

@@ -331,6 +331,36 @@ def _fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
     raise ValidationError(f"{name} must be a float in (0, 1] or an int >= 0", {"field": name})
 
 
+def _whole(value: Any, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be an int >= {minimum}, got {type(value).__name__}",
+                              {"field": name})
+    if value < minimum:
+        raise ValidationError(f"{name} must be an int >= {minimum}, got {value}",
+                              {"field": name})
+
+
+def _check_settings(session: CompactionSession) -> None:
+    """Refuse bad settings when the session (or a wrapped client) is made, not on a call."""
+    if session.window is not None:
+        _whole(session.window, "window", 1)
+    if session.windows is not None:
+        if not isinstance(session.windows, Mapping):
+            raise ValidationError("windows must map model-name prefixes to token counts",
+                                  {"field": "windows"})
+        for prefix, tokens in session.windows.items():
+            if not isinstance(prefix, str) or not prefix:
+                raise ValidationError("windows keys must be non-empty model-name prefixes",
+                                      {"field": "windows"})
+            _whole(tokens, f"windows[{prefix!r}]", 1)
+    for name in ("reserve", "keep_recent", "keep_recent_results"):
+        _whole(getattr(session, name), name, 0)
+    for name in ("max_views", "max_view_bytes", "summary_cache_size"):
+        _whole(getattr(session, name), name, 0)
+    for name in ("trigger", "target"):
+        _fraction_or_tokens(getattr(session, name), 1, name)
+
+
 def _chain(items: Sequence[dict[str, Any]], seed: str) -> list[str]:
     """Hash of every prefix: equal content gives equal keys, whatever objects carried it."""
     keys: list[str] = []
@@ -404,6 +434,7 @@ class CompactionSession:
     _in_flight: _InFlight = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        _check_settings(self)
         self._views = _ViewStore(self.max_views, self.max_view_bytes)
         self._summaries = _LruDict(self.summary_cache_size)
         self._in_flight = _InFlight(self._summaries)
