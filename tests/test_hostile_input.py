@@ -114,3 +114,26 @@ def test_any_value_in_an_unknown_field_is_kept_or_refused_by_name(
     else:
         conv = READERS[fmt](history)
         assert conv.render(conv.transcript) is not None
+
+
+COMPACTS: dict[str, Callable[..., Any]] = {
+    "chat": chat.compact, "anthropic": anthropic_messages.compact, "responses": responses.compact,
+}
+BAD_ARGUMENTS: dict[str, tuple[dict[str, Any], str]] = {
+    "tools-as-a-string": ({"tools": MARKER}, "tools"),
+    "tool-with-an-int-key": ({"tools": [{1: MARKER}]}, "tool 0"),
+    "estimator-without-estimate_tokens": ({"estimator": object()}, "estimator"),
+    "summarizer-not-callable": ({"summarizer": MARKER}, "summarizer"),
+    "policy-without-decide": ({"policy": object()}, "policy"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(COMPACTS))
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_are_refused_up_front_by_name(fmt: str, case: str) -> None:
+    arguments, named = BAD_ARGUMENTS[case]
+    with pytest.raises(ValidationError) as caught:
+        COMPACTS[fmt]([user()], budget=1_000, **{"estimator": ESTIMATOR, **arguments})
+    error = caught.value
+    assert named in str(error) or error.details.get("field") == named
+    assert MARKER not in str(error)

@@ -34,6 +34,7 @@ __all__ = [
     "convert",
     "copy_plain",
     "invalid",
+    "plain_tools",
     "to_plain",
 ]
 
@@ -71,6 +72,16 @@ def to_plain(value: Any, *, where: str = "history", index: int | None = None) ->
     if index is not None:
         located["index"] = index
     raise ValidationError(f"{where}: {problem} (rule {details['rule']})", located)
+
+
+def plain_tools(tools: Any) -> list[Any] | None:
+    """A request's tool definitions as plain JSON copies (None when it has none)."""
+    if tools is None:
+        return None
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+        raise invalid("tool", 0, "tools", "tools_type", "tools must be a list")
+    return [to_plain(tool, where=f"tool {index}", index=index)
+            for index, tool in enumerate(tools)]
 
 
 def copy_plain(value: Any, where: str = "history") -> Any:

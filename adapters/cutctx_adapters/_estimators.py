@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 import warnings
 
-from cutctx import TokenEstimator
+from cutctx import TokenEstimator, ValidationError
 
 from .errors import TokenizerUnavailable
 
-__all__ = ["ApproximateTokensWarning", "estimator_for", "use_when_unavailable"]
+__all__ = ["ApproximateTokensWarning", "chosen_estimator", "estimator_for", "use_when_unavailable"]
 
 _LOCK = threading.Lock()
 _BY_MODEL: dict[str | None, TokenEstimator] = {}
@@ -43,6 +43,17 @@ def estimator_for(model: str | None) -> TokenEstimator:
                 _BY_MODEL.pop(next(iter(_BY_MODEL)))
             found = _BY_MODEL[model] = _build(model)
         return found
+
+
+def chosen_estimator(estimator: TokenEstimator | None, model: str | None) -> TokenEstimator:
+    """The caller's estimator (checked: it must have ``estimate_tokens``), else the shared one
+    for ``model``."""
+    if estimator is None:
+        return estimator_for(model)
+    if not callable(getattr(estimator, "estimate_tokens", None)):
+        raise ValidationError("estimator must have an estimate_tokens(text) method",
+                              {"field": "estimator"})
+    return estimator
 
 
 def _build(model: str | None) -> TokenEstimator:

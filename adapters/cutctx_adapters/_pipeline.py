@@ -106,6 +106,9 @@ def choose_policy(
     stub_estimator: TokenEstimator | None = None,
 ) -> CompactionPolicy:
     """The caller's policy, else: mask then drop without a summarizer, the default chain with."""
+    if summarizer is not None and not callable(summarizer):
+        raise ValidationError("summarizer must be callable: (request, turns) -> summary text",
+                              {"field": "summarizer"})
     if policy is not None:
         if not callable(getattr(policy, "decide", None)):
             raise ValidationError("policy must have a decide(transcript, budget) method",

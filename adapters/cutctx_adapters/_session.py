@@ -32,7 +32,7 @@ from cutctx import (
 
 from ._canonical_key import content_bytes, content_key, span_key
 from ._conversion import Conversion, PinSpec, copy_plain, to_plain
-from ._estimators import estimator_for
+from ._estimators import chosen_estimator, estimator_for
 from ._pipeline import (
     CompactionResult,
     Job,
@@ -359,6 +359,8 @@ def _check_settings(session: CompactionSession) -> None:
         _whole(getattr(session, name), name, 0)
     for name in ("trigger", "target"):
         _fraction_or_tokens(getattr(session, name), 1, name)
+    if session.estimator is not None:
+        chosen_estimator(session.estimator, None)  # refuses one without estimate_tokens
 
 
 def _chain(items: Sequence[dict[str, Any]], seed: str) -> list[str]:

@@ -10,7 +10,16 @@ from typing import Any
 
 from cutctx import Role, TokenEstimator, ValidationError
 
-from .._conversion import Conversion, Part, PinSpec, check_call_pairs, convert, invalid, to_plain
+from .._conversion import (
+    Conversion,
+    Part,
+    PinSpec,
+    check_call_pairs,
+    convert,
+    invalid,
+    plain_tools,
+    to_plain,
+)
 from .._session import given
 from ._codec import (
     _ASSISTANT_ONLY,
@@ -73,11 +82,7 @@ def _plain_system(system: Any) -> System:
 
 
 def _request(history: Any, system: Any, tools: Any) -> _Request:
-    if tools is not None and (isinstance(tools, str | bytes | Mapping)
-                              or not isinstance(tools, Sequence)):
-        raise invalid("tool", 0, "tools", "tools_type", "tools must be a list")
-    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
-    return _Request(_plain_messages(history), _plain_system(system), plain_tools)
+    return _Request(_plain_messages(history), _plain_system(system), plain_tools(tools))
 
 
 def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, rule: str,

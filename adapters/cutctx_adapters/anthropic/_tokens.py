@@ -54,7 +54,7 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
-from .._estimators import estimator_for
+from .._estimators import chosen_estimator
 from .._images import Base64Bytes, image_size
 
 __all__ = [
@@ -182,12 +182,9 @@ class AnthropicTokenCounter:
 
     def __init__(self, estimator: TokenEstimator | None = None, *, model: str | None = None,
                  calibration: float | None = None) -> None:
-        if estimator is not None and not callable(getattr(estimator, "estimate_tokens", None)):
-            raise ValidationError("estimator must have an estimate_tokens(text) method",
-                                  {"field": "estimator"})
         factor = calibration_for(model) if calibration is None else calibration
         self.model = model
-        self.text_estimator = CalibratedEstimator(estimator or estimator_for(None), factor)
+        self.text_estimator = CalibratedEstimator(chosen_estimator(estimator, None), factor)
 
     def text(self, text: str) -> int:
         """Calibrated tokens of a text."""

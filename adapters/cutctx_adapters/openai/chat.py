@@ -26,9 +26,10 @@ from .._conversion import (
     convert,
     copy_plain,
     invalid,
+    plain_tools,
     to_plain,
 )
-from .._estimators import estimator_for
+from .._estimators import chosen_estimator
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -248,7 +249,7 @@ def to_transcript(
 ) -> Conversion[list[dict[str, Any]]]:
     """Convert a Chat Completions history (dicts or SDK objects); validates it on the way."""
     plain = _plain_messages(messages)
-    parts = _parts(plain, estimator or estimator_for(model))
+    parts = _parts(plain, chosen_estimator(estimator, model))
     return convert(ChatCodec(summary_role), parts, plain, pin)
 
 
@@ -273,15 +274,14 @@ def count_tokens(
     estimator: TokenEstimator | None = None,
 ) -> int:
     """The request's prompt tokens: every message, the reply priming and the tool definitions."""
-    counter = estimator or estimator_for(model)
+    counter = chosen_estimator(estimator, model)
     conv = to_transcript(messages, estimator=counter)
     return conv.transcript.token_estimate() + overhead_tokens(tools, counter)
 
 
 def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenEstimator) -> int:
     """Tokens of a request outside its messages: reply priming plus tool definitions."""
-    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
-    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools, estimator)
+    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools), estimator)
 
 
 def plan(
@@ -300,7 +300,7 @@ def plan(
     summary_role: str = "user",
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result."""
-    counter = estimator or estimator_for(model)
+    counter = chosen_estimator(estimator, model)
     conv = to_transcript(messages, estimator=counter, pin=pin, summary_role=summary_role)
     overhead = overhead_tokens(tools, counter)
     return start(

@@ -28,9 +28,10 @@ from .._conversion import (
     convert,
     copy_plain,
     invalid,
+    plain_tools,
     to_plain,
 )
-from .._estimators import estimator_for
+from .._estimators import chosen_estimator
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -453,7 +454,7 @@ def to_transcript(
     items by their index in ``input``.
     """
     plain, text = _plain_input(input_items)
-    counter = counter_for(estimator or estimator_for(model), model)
+    counter = counter_for(chosen_estimator(estimator, model), model)
     parts = _parts(plain, _checked_instructions(instructions), counter, text=text)
     return convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin)
 
@@ -472,8 +473,8 @@ def validate(input_items: str | Sequence[Any], *, instructions: str | None = Non
 def overhead_tokens(tools: Sequence[Any] | None, estimator: TokenEstimator,
                     model: str | None = None) -> int:
     """Tokens of a request outside its items: reply priming plus tool definitions."""
-    plain_tools = None if tools is None else [to_plain(tool) for tool in tools]
-    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools, counter_for(estimator, model))
+    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools(tools),
+                                                       counter_for(estimator, model))
 
 
 def count_tokens(
@@ -485,7 +486,7 @@ def count_tokens(
     estimator: TokenEstimator | None = None,
 ) -> int:
     """The request's estimated prompt tokens: instructions, every item, priming and tools."""
-    counter = estimator or estimator_for(model)
+    counter = chosen_estimator(estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter)
     return conv.transcript.token_estimate() + overhead_tokens(tools, counter, model)
 
@@ -511,7 +512,7 @@ def plan(
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
     instructions are a turn of the transcript, so they count there).
     """
-    counter = estimator or estimator_for(model)
+    counter = chosen_estimator(estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
                          pin=pin, summary_role=summary_role)
     overhead = overhead_tokens(tools, counter, model)
