@@ -58,14 +58,17 @@ def canonical_json(value: Any) -> str:
     return dumps_normalized(_normalize(value, "$"))
 
 
-def sha256_text(text: str) -> str:
-    """Hex sha256 of a text's UTF-8 bytes."""
+def _utf8(text: str) -> bytes:
     try:
-        data = text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError("text is not encodable as UTF-8 (lone surrogate)",
                               {"position": exc.start}) from None
-    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(_utf8(text)).hexdigest()
 
 
 # JSON escapes these bytes with a two-character sequence; in UTF-8 none of them can occur inside
@@ -83,11 +86,7 @@ def _quoted_utf8(text: str) -> bytes:
     in the encoded text is several times faster than the JSON encoder's per-character loop.
     Text with rarer control characters takes the encoder's path; both give the same bytes.
     """
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValidationError("text is not encodable as UTF-8 (lone surrogate)",
-                              {"position": exc.start}) from None
+    data = _utf8(text)
     if b"\0" in data.translate(_OTHER_CONTROLS):
         return encode_basestring(text).encode("utf-8")
     for raw, escaped in _SHORT_ESCAPES:

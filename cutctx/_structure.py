@@ -28,7 +28,6 @@ class Structure:
     shared_exchanges: tuple[tuple[int, ...], ...]
     """The exchanges with more than one member (the only ones a plan could split)."""
     untouchable_tokens: int
-    untouchable_count: int
 
     @classmethod
     def of(cls, transcript: Transcript, budget: CompactionBudget) -> Structure:
@@ -72,8 +71,7 @@ class Structure:
                 removable[exchange_of[position]] = False
         exchanges = tuple(tuple(group) for group in members)
         return cls(tuple(untouchable), tuple(exchange_of), exchanges, tuple(removable),
-                   tuple(group for group in exchanges if len(group) > 1), untouchable_tokens,
-                   untouchable.count(True))
+                   tuple(group for group in exchanges if len(group) > 1), untouchable_tokens)
 
     def removable(self, position: int) -> bool:
         """Whether the turn at ``position`` may be dropped or summarized."""
@@ -89,7 +87,7 @@ def require_satisfiable(budget: CompactionBudget, structure: Structure) -> None:
             {
                 "untouchable_tokens": tokens,
                 "max_tokens": budget.max_tokens,
-                "untouchable_turn_count": structure.untouchable_count,
+                "untouchable_turn_count": structure.untouchable.count(True),
                 "protected_recent_turns": budget.protected_recent_turns,
             },
         )

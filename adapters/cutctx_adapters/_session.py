@@ -353,9 +353,8 @@ def _check_settings(session: CompactionSession) -> None:
                 raise ValidationError("windows keys must be non-empty model-name prefixes",
                                       {"field": "windows"})
             _whole(tokens, f"windows[{prefix!r}]", 1)
-    for name in ("reserve", "keep_recent", "keep_recent_results"):
-        _whole(getattr(session, name), name, 0)
-    for name in ("max_views", "max_view_bytes", "summary_cache_size"):
+    for name in ("reserve", "keep_recent", "keep_recent_results", "max_views", "max_view_bytes",
+                 "summary_cache_size"):
         _whole(getattr(session, name), name, 0)
     for name in ("trigger", "target"):
         _fraction_or_tokens(getattr(session, name), 1, name)

@@ -18,7 +18,7 @@ from cutctx import (
 )
 
 from .._pipeline import stub_estimator
-from .._windows import context_window, input_limit
+from .._windows import context_window, prompt_budget
 from ..fulfil import Summarizer
 from ..prompts import DEFAULT_PROMPT_ID
 from ._errors import CliError
@@ -90,11 +90,11 @@ def resolve_budget(budget: int | None, window: int | None, reserve: int | None,
         reserve_from, reserve = doc.output_allowance or ("default", DEFAULT_RESERVE)
     if reserve >= window:
         raise CliError(f"the reserve ({reserve:,}) leaves nothing of the window ({window:,})")
-    tokens = window - reserve
-    limit = input_limit(model) if window_from == model else None
-    if limit is None or limit >= tokens:
-        return Budget(tokens, window, reserve, window_from, reserve_from)
-    return Budget(limit, window, reserve, window_from, reserve_from, limit)
+    given = window if window_from == "--window" else None
+    tokens = prompt_budget(model, reserve, window=given)
+    assert tokens is not None  # a window is known: given, or found for the model above
+    capped = tokens if tokens < window - reserve else None
+    return Budget(tokens, window, reserve, window_from, reserve_from, capped)
 
 
 def build_policy(name: str, text_estimator: TokenEstimator,
