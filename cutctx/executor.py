@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 
+from ._replaced import KIND_KEY, replaced_metadata
 from .errors import PlanTranscriptMismatch, SummaryMissing, ValidationError
 from .types import (
     Action,
@@ -18,8 +18,6 @@ from .types import (
 )
 
 __all__ = ["CompactionExecutor"]
-
-KIND_KEY = "cutctx.kind"
 
 
 class CompactionExecutor:
@@ -54,7 +52,7 @@ class CompactionExecutor:
                 view.append(TranscriptTurn(
                     turn.turn_id, turn.role, action.replacement.content,
                     action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
-                    MappingProxyType({**turn.metadata, KIND_KEY: "masked"}),
+                    replaced_metadata(turn, action.replacement.kind),
                 ))
                 masked.append(turn.turn_id)
             elif kind is Action.SUMMARIZE:

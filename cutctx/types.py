@@ -19,6 +19,7 @@ from .errors import ValidationError
 
 __all__ = [
     "EMPTY_METADATA",
+    "REPLACEMENT_KINDS",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
     "CompactedTranscript",
@@ -190,26 +191,36 @@ class CompactionBudget:
         require_int(self.protected_recent_turns, "protected_recent_turns")
 
 
+REPLACEMENT_KINDS = ("masked", "clipped", "deduplicated")
+"""What a replacement is: a stub for the whole result, its head and tail, or a pointer to an
+identical later result. Not part of a plan's JSON (0.1.0 plans hash the same)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnReplacement:
-    """The body a MASK puts in place of a turn's content."""
+    """The body a MASK puts in place of a turn's content, and what kind of body it is."""
 
     content: str
     token_estimate: int
+    kind: str = "masked"
 
     def __post_init__(self) -> None:
         require_text(self.content, "replacement.content", non_empty=False)
         require_int(self.token_estimate, "replacement.token_estimate")
+        if self.kind not in REPLACEMENT_KINDS:
+            raise ValidationError(f"replacement.kind must be one of {', '.join(REPLACEMENT_KINDS)}",
+                                  {"field": "replacement.kind"})
 
     @staticmethod
-    def _checked(content: str, token_estimate: Any) -> TurnReplacement:
+    def _checked(content: str, token_estimate: Any, kind: str = "masked") -> TurnReplacement:
         """A replacement for a stub the engine wrote: only the estimate (which may come from a
         caller's estimator) needs checking, so the common case skips the field checks."""
         if type(token_estimate) is not int or token_estimate < 0:
-            return TurnReplacement(content, token_estimate)  # raises, naming the field
+            return TurnReplacement(content, token_estimate, kind)  # raises, naming the field
         made = _new_object(TurnReplacement)
         _set_content(made, content)
         _set_token_estimate(made, token_estimate)
+        _set_kind(made, kind)
         return made
 
     def to_dict(self) -> dict[str, Any]:
@@ -272,6 +283,7 @@ class TurnAction:
 _new_object = object.__new__
 _set_content = TurnReplacement.__dict__["content"].__set__
 _set_token_estimate = TurnReplacement.__dict__["token_estimate"].__set__
+_set_kind = TurnReplacement.__dict__["kind"].__set__
 _set_turn_id = TurnAction.__dict__["turn_id"].__set__
 _set_action = TurnAction.__dict__["action"].__set__
 _set_summary_group = TurnAction.__dict__["summary_group"].__set__

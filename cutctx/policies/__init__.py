@@ -1,16 +1,26 @@
 """The built-in compaction policies."""
 
 from .chain import PolicyChain, default_chain
+from .clipping import ToolResultClipPolicy
+from .dedupe import DeduplicateResultsPolicy
 from .drop_oldest import DropOldestPolicy
 from .masking import DEFAULT_PLACEHOLDER, ObservationMaskingPolicy
+from .span_summarizing import SpanSummarizingPolicy
 from .summarizing import GROUP_ID_PREFIX, SummarizingPolicy
+from .tool_masking import ToolResultMaskingPolicy
+from .user_last import UserLastDropPolicy
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
     "GROUP_ID_PREFIX",
+    "DeduplicateResultsPolicy",
     "DropOldestPolicy",
     "ObservationMaskingPolicy",
     "PolicyChain",
+    "SpanSummarizingPolicy",
     "SummarizingPolicy",
+    "ToolResultClipPolicy",
+    "ToolResultMaskingPolicy",
+    "UserLastDropPolicy",
     "default_chain",
 ]

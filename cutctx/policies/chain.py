@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from .._planning import build_plan, keep_all
+from .._replaced import replaced_metadata
 from .._structure import Structure, require_satisfiable
 from ..errors import ValidationError
 from ..types import (
@@ -60,7 +60,7 @@ class _Decisions:
                 turns.append(TranscriptTurn(
                     turn.turn_id, turn.role, action.replacement.content,
                     action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
-                    MappingProxyType({**turn.metadata, "cutctx.kind": "masked"}),
+                    replaced_metadata(turn, action.replacement.kind),
                 ))
                 sources.append([position])
             elif kind is Action.SUMMARIZE:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from .._canonical import sha256_of
 from .._checks import require_int, require_text
@@ -29,16 +30,23 @@ def group_id_for(turn_ids: tuple[str, ...]) -> str:
     return GROUP_ID_PREFIX + sha256_of("\x00".join(turn_ids))[:16]
 
 
-def summary_spans(structure: Structure) -> list[list[int]]:
+def summary_spans(structure: Structure,
+                  passed_over: Callable[[int], bool] | None = None) -> list[list[int]]:
     """Runs of adjacent removable turns that hold only whole exchanges, oldest first.
 
     A turn whose exchange reaches outside its run is filtered out and the run re-split at the gap;
     this repeats until nothing changes, so no span ever holds part of an exchange (0.1.0 stopped
-    after one pass and could return such a span).
+    after one pass and could return such a span). Removable positions ``passed_over`` are left
+    out of spans without ending them (they stay where they are, between the span's turns).
     """
+    count = len(structure.exchange_of)
+    skip = [False] * count if passed_over is None else [
+        structure.removable(p) and passed_over(p) for p in range(count)]
     pending: list[list[int]] = []
     run: list[int] = []
-    for position in range(len(structure.exchange_of)):
+    for position in range(count):
+        if skip[position]:
+            continue
         if structure.removable(position):
             run.append(position)
         elif run:
@@ -56,14 +64,15 @@ def summary_spans(structure: Structure) -> list[list[int]]:
         if len(kept) == len(span):
             spans.append(span)
             continue
-        pending.extend(reversed(_split_at_gaps(kept)))
+        pending.extend(reversed(_split_at_gaps(kept, skip)))
     return spans
 
 
-def _split_at_gaps(positions: list[int]) -> list[list[int]]:
+def _split_at_gaps(positions: list[int], skip: list[bool]) -> list[list[int]]:
+    """``positions`` cut wherever a position between two of them is neither in nor passed over."""
     pieces: list[list[int]] = []
     for position in positions:
-        if pieces and pieces[-1][-1] == position - 1:
+        if pieces and all(skip[p] for p in range(pieces[-1][-1] + 1, position)):
             pieces[-1].append(position)
         else:
             pieces.append([position])

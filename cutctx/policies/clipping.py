@@ -1,0 +1,70 @@
+"""Clip oversized tool results to their head and tail (before anything is masked)."""
+
+from __future__ import annotations
+
+import math
+
+from .._checks import require_int
+from .._clipping import clip_text
+from ..errors import ValidationError
+from ..estimator import TokenEstimator
+from ..types import CompactionBudget, CompactionPlan, Transcript, TranscriptTurn
+from ._replacing import chosen_estimator, replace_tool_results
+
+__all__ = ["ToolResultClipPolicy"]
+
+
+class ToolResultClipPolicy:
+    """Tool results over a cap keep their head and tail around a marker; oldest first, while
+    over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the budget,
+    whichever is smaller (at least one must be set).
+
+    >>> ToolResultClipPolicy(2_000).cap(CompactionBudget(100_000))
+    2000
+    """
+
+    name = "clip_tool_results"
+    version = "1.0.0"
+
+    def __init__(self, max_result_tokens: int | None = None, *,
+                 max_result_fraction: float | None = 0.25,
+                 estimator: TokenEstimator | None = None) -> None:
+        if max_result_tokens is not None:
+            require_int(max_result_tokens, "max_result_tokens", minimum=1)
+        if max_result_fraction is not None and (
+                isinstance(max_result_fraction, bool)
+                or not isinstance(max_result_fraction, int | float)
+                or not math.isfinite(max_result_fraction) or not 0 < max_result_fraction <= 1):
+            raise ValidationError("max_result_fraction must be a fraction in (0, 1]",
+                                  {"field": "max_result_fraction"})
+        if max_result_tokens is None and max_result_fraction is None:
+            raise ValidationError("set max_result_tokens or max_result_fraction",
+                                  {"field": "max_result_tokens"})
+        self.max_result_tokens = max_result_tokens
+        self.max_result_fraction = max_result_fraction
+        self.estimator, self._default_estimator = chosen_estimator(estimator)
+
+    def cap(self, budget: CompactionBudget) -> int:
+        """The largest a tool result may stay, for this budget."""
+        caps = [] if self.max_result_tokens is None else [self.max_result_tokens]
+        if self.max_result_fraction is not None:
+            caps.append(max(1, math.floor(budget.max_tokens * self.max_result_fraction)))
+        return min(caps)
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        cap = self.cap(budget)
+
+        def body(_position: int, turn: TranscriptTurn) -> tuple[str, int] | None:
+            if turn.token_estimate <= cap:
+                return None
+            return clip_text(turn.content, turn.token_estimate, cap, self.estimator)
+
+        return replace_tool_results(
+            transcript, budget, body, kind="clipped", policy_name=self.name,
+            policy_version=self.version, estimator=self.estimator,
+            default_estimator=self._default_estimator)
+
+    def __repr__(self) -> str:
+        return (f"ToolResultClipPolicy({self.max_result_tokens!r}, max_result_fraction="
+                f"{self.max_result_fraction!r}, estimator={self.estimator!r})")
+

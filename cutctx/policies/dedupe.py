@@ -1,0 +1,61 @@
+"""Replace a tool result repeated later (a file re-read, a command re-run) by a pointer to it."""
+
+from __future__ import annotations
+
+from .._canonical import sha256_of
+from .._replaced import CONTENT_KEY, is_final
+from ..estimator import TokenEstimator
+from ..types import CompactionBudget, CompactionPlan, Role, Transcript, TranscriptTurn
+from ._replacing import chosen_estimator, replace_tool_results
+
+__all__ = ["DeduplicateResultsPolicy"]
+
+
+def _identity(turn: TranscriptTurn) -> str:
+    """What two results must share to be the same: the caller's hash of the whole body when it
+    gave one (results with images have only placeholder text), else the text itself."""
+    key = turn.metadata.get(CONTENT_KEY)
+    return "key:" + key if key is not None else "text:" + turn.content
+
+
+class DeduplicateResultsPolicy:
+    """A tool result identical to a later one becomes a short stub naming that later turn;
+    oldest first, while over budget. Nothing is lost: the later copy stays in the view.
+
+    >>> DeduplicateResultsPolicy().name
+    'deduplicate_tool_results'
+    """
+
+    name = "deduplicate_tool_results"
+    version = "1.0.0"
+
+    def __init__(self, *, estimator: TokenEstimator | None = None) -> None:
+        self.estimator, self._default_estimator = chosen_estimator(estimator)
+
+    @staticmethod
+    def stub_for(turn: TranscriptTurn, later_id: str) -> str:
+        """The text that replaces a result identical to the one in turn ``later_id``."""
+        return (f"[duplicate tool result: identical to turn {later_id}; original: "
+                f"{turn.token_estimate} tokens, sha256:{sha256_of(turn.content)}]")
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        turns = transcript.turns
+        latest: dict[str, int] = {}
+        for position, turn in enumerate(turns):
+            if turn.role is Role.TOOL and not is_final(turn):
+                latest[_identity(turn)] = position
+
+        def body(position: int, turn: TranscriptTurn) -> tuple[str, int] | None:
+            later = latest.get(_identity(turn), position)
+            if later <= position:
+                return None
+            stub = self.stub_for(turn, turns[later].turn_id)
+            return stub, self.estimator.estimate_tokens(stub)
+
+        return replace_tool_results(
+            transcript, budget, body, kind="deduplicated", policy_name=self.name,
+            policy_version=self.version, estimator=self.estimator,
+            default_estimator=self._default_estimator)
+
+    def __repr__(self) -> str:
+        return f"DeduplicateResultsPolicy(estimator={self.estimator!r})"

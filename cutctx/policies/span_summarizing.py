@@ -1,0 +1,114 @@
+"""Summarize the oldest span just large enough to reach the budget, in whole exchanges."""
+
+from __future__ import annotations
+
+import math
+
+from .._checks import require_int, require_text
+from .._planning import build_plan, keep_all
+from .._structure import Structure, require_satisfiable, turn_id_set
+from ..errors import ValidationError
+from ..types import (
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    Role,
+    SummarizationRequest,
+    Transcript,
+    TurnAction,
+)
+from .summarizing import group_id_for, summary_spans
+
+__all__ = ["SpanSummarizingPolicy"]
+
+
+class SpanSummarizingPolicy:
+    """Folds only as much of the oldest removable history as the budget needs.
+
+    0.1.0's ``SummarizingPolicy`` folds the whole oldest span, so a small overshoot summarizes
+    almost everything. This one takes the oldest span's whole exchanges in order until the saving
+    (span tokens - target) covers what is over, then stops; a span too small to cover it is taken
+    whole and the next one continues (one request each). With ``user_turns_last``, user turns are
+    never folded: a span passes over them and they stay, verbatim, after its summary.
+
+    >>> SpanSummarizingPolicy("cutctx/summary@1").name
+    'span_summarizing'
+    """
+
+    name = "span_summarizing"
+    version = "1.0.0"
+
+    def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4, *,
+                 user_turns_last: bool = False) -> None:
+        self.prompt_id = require_text(prompt_id, "prompt_id")
+        if isinstance(target_ratio, bool) or not isinstance(target_ratio, int | float) or not (
+            math.isfinite(target_ratio) and target_ratio >= 0
+        ):
+            raise ValidationError("target_ratio must be a finite number >= 0",
+                                  {"field": "target_ratio"})
+        self.target_ratio = float(target_ratio)
+        self.min_span_turns = require_int(min_span_turns, "min_span_turns", minimum=1)
+        if not isinstance(user_turns_last, bool):
+            raise ValidationError("user_turns_last must be True or False",
+                                  {"field": "user_turns_last"})
+        self.user_turns_last = user_turns_last
+
+    def _target(self, tokens: int) -> int:
+        return max(1, round(tokens * self.target_ratio))
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        structure = Structure.of(transcript, budget)
+        require_satisfiable(budget, structure)
+        actions = keep_all(transcript)
+        requests: list[SummarizationRequest] = []
+        turns = transcript.turns
+        need = transcript.token_estimate() - budget.max_tokens
+        passed_over = None
+        if self.user_turns_last:
+            def passed_over(position: int) -> bool:
+                return turns[position].role is Role.USER
+        taken_ids = turn_id_set(transcript)
+        for span in summary_spans(structure, passed_over) if need > 0 else ():
+            if need <= 0:
+                break
+            chosen = self._just_enough(span, structure, transcript, need)
+            if chosen is None:
+                continue
+            tokens = sum(turns[p].token_estimate for p in chosen)
+            target = self._target(tokens)
+            turn_ids = tuple(turns[p].turn_id for p in chosen)
+            group_id = group_id_for(turn_ids)
+            if SUMMARY_TURN_ID_PREFIX + group_id in taken_ids:
+                continue
+            for position in chosen:
+                actions[position] = TurnAction._trusted(turns[position].turn_id,
+                                                        Action.SUMMARIZE, summary_group=group_id)
+            requests.append(SummarizationRequest(group_id, turn_ids, target, self.prompt_id))
+            need -= tokens - target
+        return build_plan(transcript, budget, actions, requests, policy_name=self.name,
+                          policy_version=self.version)
+
+    def _just_enough(self, span: list[int], structure: Structure, transcript: Transcript,
+                     need: int) -> list[int] | None:
+        """The shortest prefix of ``span`` ending on a whole exchange with at least
+        ``min_span_turns`` turns whose saving covers ``need`` (else the whole span), or None
+        if even the whole span is too short or saves nothing."""
+        if len(span) < self.min_span_turns:
+            return None
+        turns = transcript.turns
+        tokens = 0
+        reach = -1  # the last member position of every exchange begun so far
+        for count, position in enumerate(span, start=1):
+            tokens += turns[position].token_estimate
+            reach = max(reach, *structure.exchanges[structure.exchange_of[position]])
+            whole = reach <= position
+            if whole and count >= self.min_span_turns and tokens - self._target(tokens) >= need:
+                return span[:count]
+        if self._target(tokens) >= tokens:
+            return None
+        return span
+
+    def __repr__(self) -> str:
+        return (f"SpanSummarizingPolicy({self.prompt_id!r}, target_ratio={self.target_ratio}, "
+                f"min_span_turns={self.min_span_turns}, user_turns_last={self.user_turns_last})")
