@@ -1,29 +1,32 @@
 """Replay a long agent session call by call and measure what each compaction strategy costs.
 
-Run from the repository root: ``python benchmarks/replay.py [--window N] [--reserve N]``.
+Run from the repository root: ``python benchmarks/replay.py [--windows 8192,16384,32768]``.
 Each call sends the history up to the next assistant message (the request that produced it);
-the session is every shared SWE-agent run behind one system prompt (``_histories.py``).
+the session is every shared SWE-agent run behind one system prompt (``_histories.py``). The
+reply allowance is an eighth of the window (4,096 at 32k).
 
 Strategies: no compaction; LangChain ``trim_messages`` sliding window (optional dependency);
-stateless ``chat.compact`` to the budget on every call; ``CompactingOpenAI`` with trigger/target
-and ``sticky=False``; the same with ``sticky=True`` (also shown without a summarizer: mask, then
-drop). cutctx strategies summarize with a deterministic offline summarizer
-(``_histories.FirstSentences``) whose calls are counted.
+stateless ``chat.compact`` to the budget on every call; ``CompactingOpenAI`` sticky sessions with
+the defaults (with the offline summarizer ``_histories.FirstSentences``, and without one), with
+0.2.0's trigger/target of 0.9/0.6, and with ``sticky=False``; and N workers (2, 4) taking the
+calls round-robin, each with its own session and no shared state.
 
-Per strategy: requests over the window; tokens sent; tokens repeating the previous request's
-prefix (the tokens of the leading messages identical to the previous request's, which a provider
-serves from its prompt cache); effective cost with those at 0.1x (uncached + 0.1 x cached,
-relative to no compaction); prefix breaks (calls whose request does not start with the whole
-previous request); summarizer calls.
+Per strategy: requests over the window; errors raised (a request not sent); tokens sent; tokens
+repeating the previous request's prefix (served from a provider's prompt cache); effective cost
+with those at 0.1x (relative to no compaction); prefix breaks (calls whose request does not start
+with the whole previous request); summarizer calls; stubs whose sha256 names no original tool
+output; requests missing the task (the session's first user message).
 
-Targets for the sticky wrapper (issue 7): no request over the window; prefix breaks <= tokens
-appended over the session / (trigger - target) + 1; effective cost <= half the sliding window's.
+Targets: no request over the window and no error at any window; at 8k and 16k the session's
+effective cost <= 0.4x LangChain's; at 32k no more than 0.2.0's 0.28x; 0 bad stubs; 0 requests
+missing the task; N workers without shared state equal the single session (mask/drop).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -41,6 +44,7 @@ from _histories import (
 
 MODEL = "gpt-4o"
 CACHED_PRICE = 0.1
+_HASH = re.compile(r"sha256:([0-9a-f]{64})")
 
 Messages = list[dict[str, Any]]
 
@@ -52,13 +56,14 @@ class Outcome:
     name: str
     calls: int = 0
     over_window: int = 0
+    errors: int = 0
     sent: int = 0
     cached: int = 0
     breaks: int = 0
+    bad_stubs: int = 0
+    missing_task: int = 0
     summarizer_calls: int | None = None
     decisions: Counter[str] = field(default_factory=Counter)
-    trigger: int | None = None
-    target: int | None = None
     skipped: str | None = None
 
     @property
@@ -67,14 +72,16 @@ class Outcome:
 
 
 class Meter:
-    """Counts what a strategy sends: tokens, the cached prefix, breaks, requests over the window."""
+    """Counts what a strategy sends: tokens, the cached prefix, breaks, faults."""
 
     def __init__(self, outcome: Outcome, window: int, tokens: Callable[[dict[str, Any]], int],
-                 priming: int) -> None:
+                 priming: int, originals: set[str], task: dict[str, Any]) -> None:
         self.outcome = outcome
         self.window = window
         self.tokens = tokens
         self.priming = priming
+        self.originals = originals
+        self.task = task
         self.previous: list[str] = []
 
     def record(self, messages: Sequence[dict[str, Any]]) -> None:
@@ -92,7 +99,14 @@ class Meter:
         out.cached += sum(counts[:same])
         out.over_window += total > self.window
         out.breaks += bool(self.previous) and same < len(self.previous)
+        out.bad_stubs += sum(digest not in self.originals for key in keys
+                             for digest in _HASH.findall(key))
+        out.missing_task += self.task not in messages
         self.previous = keys
+
+    def failed(self) -> None:
+        self.outcome.calls += 1
+        self.outcome.errors += 1
 
 
 class Recorder:
@@ -129,50 +143,58 @@ def replay_trim(requests: Sequence[Messages], session: Messages, meter: Meter, b
 
 def replay_stateless(requests: Iterable[Messages], meter: Meter, budget: int,
                      estimator: Any) -> None:
+    from cutctx import CompactionError
     from cutctx_adapters.openai import chat
 
     summarizer = FirstSentences()
     for messages in requests:
-        result = chat.compact(messages, model=MODEL, budget=budget, summarizer=summarizer,
-                              estimator=estimator)
+        try:
+            result = chat.compact(messages, model=MODEL, budget=budget, summarizer=summarizer,
+                                  estimator=estimator)
+        except CompactionError:
+            meter.failed()
+            continue
         assert result.messages is not None
         meter.record(result.messages)
         meter.outcome.decisions["compacted" if result.compacted else "unchanged"] += 1
     meter.outcome.summarizer_calls = summarizer.calls
 
 
-def replay_wrapper(requests: Iterable[Messages], meter: Meter, *, sticky: bool, window: int,
-                   reserve: int, trigger: float | int, target: float | int,
-                   estimator: Any, summarize: bool = True) -> None:
-    from cutctx_adapters._session import CallReport
+def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int, window: int,
+                    reserve: int, estimator: Any, summarize: bool = True,
+                    **settings: Any) -> None:
+    """``workers`` wrapped clients (separate sessions, nothing shared) take the calls in turn."""
+    from cutctx import CompactionError
     from cutctx_adapters.openai import CompactingOpenAI
+    from cutctx_adapters.session import CallReport
 
     summarizer = FirstSentences() if summarize else None
     reports: list[CallReport] = []
-    client = CompactingOpenAI(Recorder(), window=window, reserve=reserve, trigger=trigger,
-                              target=target, summarizer=summarizer, sticky=sticky,
-                              estimator=estimator, on_compaction=reports.append)
-    for messages in requests:
-        sent = client.chat.completions.create(model=MODEL, messages=messages)
+    clients = [CompactingOpenAI(Recorder(), window=window, reserve=reserve,
+                                summarizer=summarizer, estimator=estimator,
+                                on_compaction=reports.append, **settings)
+               for _ in range(workers)]
+    for number, messages in enumerate(requests):
+        client = clients[number % workers]
+        try:
+            sent = client.chat.completions.create(model=MODEL, messages=messages)
+        except CompactionError:
+            meter.failed()
+            continue
         meter.record(sent["messages"])
     out = meter.outcome
     out.summarizer_calls = None if summarizer is None else summarizer.calls
     out.decisions.update(report.decision for report in reports)
-    out.trigger, out.target = reports[-1].trigger_tokens, reports[-1].target_tokens
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--window", type=int, default=32_768, help="context window (tokens)")
-    parser.add_argument("--reserve", type=int, default=4_096,
-                        help="reply allowance: the prompt budget is window - reserve")
-    parser.add_argument("--trigger", type=float, default=0.9,
-                        help="wrappers: compact over this (fraction of the budget, or tokens)")
-    parser.add_argument("--target", type=float, default=0.6,
-                        help="wrappers: compact down to this (fraction of the budget, or tokens)")
+    parser.add_argument("--windows", default="8192,16384,32768",
+                        help="context windows to replay at (tokens, comma-separated)")
     args = parser.parse_args(argv)
     seed_tiktoken()
 
+    from cutctx._canonical import sha256_of
     from cutctx_adapters.openai import chat
     from cutctx_adapters.openai._tokens import REPLY_PRIMING_TOKENS, message_tokens
     from cutctx_adapters.tiktoken import TiktokenEstimator
@@ -180,66 +202,85 @@ def main(argv: Sequence[str] | None = None) -> int:
     estimator = TiktokenEstimator(MODEL)
     session = agent_session()
     requests = requests_of(session)
-    budget = args.window - args.reserve
-    trigger: float | int = args.trigger if args.trigger <= 1 else int(args.trigger)
-    target: float | int = args.target if args.target <= 1 else int(args.target)
-    first = chat.count_tokens(requests[0], estimator=estimator)
-    last = chat.count_tokens(requests[-1], estimator=estimator)
+    conv = chat.to_transcript(session, estimator=estimator)
+    originals = {sha256_of(turn.content) for turn in conv.transcript.turns}
+    task = next(m for m in session if m["role"] == "user")
     print(f"session: {len(session)} messages, {chat.count_tokens(session, estimator=estimator)} "
-          f"tokens; {len(requests)} calls; window {args.window}, prompt budget {budget}")
+          f"tokens; {len(requests)} calls")
+    verdicts: list[tuple[str, bool | None, str]] = []
+    for window in (int(w) for w in args.windows.split(",")):
+        reserve = window // 8
+        budget = window - reserve
+        print(f"\nwindow {window}, reply allowance {reserve}, prompt budget {budget}")
 
-    def meter(name: str) -> Meter:
-        return Meter(Outcome(name), args.window, lambda m: message_tokens(m, estimator),
-                     REPLY_PRIMING_TOKENS)
+        def meter(name: str, window: int = window) -> Meter:
+            return Meter(Outcome(name), window, lambda message: message_tokens(
+                message, estimator), REPLY_PRIMING_TOKENS, originals, task)
 
-    outcomes: list[Outcome] = []
-    m = meter("no compaction")
-    replay_none(requests, m)
-    outcomes.append(m.outcome)
-    m = meter("LangChain trim_messages (sliding)")
-    replay_trim(requests, session, m, budget, estimator.estimate_tokens)
-    outcomes.append(m.outcome)
-    m = meter("cutctx compact per call (stateless)")
-    replay_stateless(requests, m, budget, estimator)
-    outcomes.append(m.outcome)
-    for name, sticky, summarize in (("sticky=False", False, True),
-                                    ("sticky=True, no summarizer", True, False),
-                                    ("sticky=True", True, True)):
-        m = meter(f"cutctx wrapper, trigger/target, {name}")
-        replay_wrapper(requests, m, sticky=sticky, window=args.window, reserve=args.reserve,
-                       trigger=trigger, target=target, estimator=estimator,
-                       summarize=summarize)
+        outcomes: list[Outcome] = []
+        m = meter("no compaction")
+        replay_none(requests, m)
         outcomes.append(m.outcome)
+        m = meter("LangChain trim_messages (sliding)")
+        replay_trim(requests, session, m, budget, estimator.estimate_tokens)
+        outcomes.append(m.outcome)
+        m = meter("cutctx compact per call (stateless)")
+        replay_stateless(requests, m, budget, estimator)
+        outcomes.append(m.outcome)
+        rows: list[tuple[str, int, bool, dict[str, Any]]] = [
+            ("cutctx session (defaults)", 1, True, {}),
+            ("cutctx session, no summarizer", 1, False, {}),
+            ("cutctx session, trigger 0.9 / target 0.6 (0.2.0)", 1, True,
+             {"trigger": 0.9, "target": 0.6}),
+            ("cutctx session, sticky=False", 1, True, {"sticky": False}),
+            ("2 workers, no shared state, no summarizer", 2, False, {}),
+            ("4 workers, no shared state, no summarizer", 4, False, {}),
+            ("4 workers, no shared state", 4, True, {}),
+        ]
+        for name, workers, summarize, settings in rows:
+            m = meter(name)
+            replay_wrappers(requests, m, workers=workers, window=window, reserve=reserve,
+                            estimator=estimator, summarize=summarize, **settings)
+            outcomes.append(m.outcome)
+        baseline = outcomes[0].cost
+        show(outcomes, baseline, window)
+        verdicts.extend(checks(outcomes, window))
+    names = {True: "PASS", False: "FAIL", None: "skipped"}
+    print()
+    for name, ok, note in verdicts:
+        print(f"{names[ok]:7} {name}: {note}")
+    return 0 if all(ok is not False for _, ok, _ in verdicts) else 1
 
-    baseline = outcomes[0].cost
-    show(outcomes, baseline)
-    sticky_out, sliding = outcomes[-1], outcomes[1]
-    assert sticky_out.trigger is not None and sticky_out.target is not None
-    appended = last - first
-    gap = sticky_out.trigger - sticky_out.target
-    bound = appended / gap + 1 if gap > 0 else float("inf")
-    checks: list[tuple[str, bool | None, str]] = [
-        ("sticky: no request over the window", sticky_out.over_window == 0,
-         f"{sticky_out.over_window} over"),
-        ("sticky: prefix breaks <= appended / (trigger - target) + 1", sticky_out.breaks <= bound,
-         f"{sticky_out.breaks} <= {appended} / ({sticky_out.trigger} - {sticky_out.target}) + 1"
-         f" = {bound:.1f}"),
-    ]
-    if sliding.skipped is None:
-        checks.append(("sticky: effective cost <= half the sliding window's",
-                       sticky_out.cost <= sliding.cost / 2,
-                       f"{sticky_out.cost / baseline:.2f}x vs {sliding.cost / baseline:.2f}x / 2"))
-    else:
-        checks.append(("sticky: effective cost <= half the sliding window's", None, "skipped"))
-    verdicts = {True: "PASS", False: "FAIL", None: "skipped"}
-    for name, ok, note in checks:
-        print(f"{verdicts[ok]:7} {name}: {note}")
-    return 0 if all(ok is not False for _, ok, _ in checks) else 1
+
+def checks(outcomes: Sequence[Outcome], window: int) -> list[tuple[str, bool | None, str]]:
+    by_name = {out.name: out for out in outcomes}
+    session, sliding = by_name["cutctx session (defaults)"], outcomes[1]
+    single = by_name["cutctx session, no summarizer"]
+    out: list[tuple[str, bool | None, str]] = []
+    cutctx = [o for o in outcomes[2:]]
+    out.append((f"{window}: no request over the window, no error (cutctx)",
+                all(o.over_window == 0 and o.errors == 0 for o in cutctx),
+                ", ".join(f"{o.over_window}/{o.errors}" for o in cutctx)))
+    out.append((f"{window}: no stub naming an unknown original, no request missing the task",
+                all(o.bad_stubs == 0 for o in cutctx)
+                and all(o.missing_task == 0 for o in cutctx if "0.2.0" not in o.name),
+                ", ".join(f"{o.bad_stubs}/{o.missing_task}" for o in cutctx)))
+    for workers in (2, 4):
+        row = by_name[f"{workers} workers, no shared state, no summarizer"]
+        out.append((f"{window}: {workers} workers send what one session sends (mask/drop)",
+                    (row.sent, row.breaks) == (single.sent, single.breaks),
+                    f"{row.sent} / {row.breaks} breaks vs {single.sent} / {single.breaks}"))
+    if sliding.skipped is None and window <= 16_384:
+        ratio = session.cost / sliding.cost
+        out.append((f"{window}: session cost <= 0.4x LangChain's", ratio <= 0.4,
+                    f"{ratio:.2f}x"))
+    return out
 
 
-def show(outcomes: Sequence[Outcome], baseline: float) -> None:
-    header = ["strategy", "calls", "over window", "tokens sent", "cached prefix",
-              "effective cost", "prefix breaks", "summarizer calls", "decisions"]
+def show(outcomes: Sequence[Outcome], baseline: float, window: int) -> None:
+    header = ["strategy", "calls", "over window", "errors", "tokens sent", "cached prefix",
+              "effective cost", "prefix breaks", "summarizer calls", "bad stubs", "no task",
+              "decisions"]
     rows: list[list[str]] = []
     for out in outcomes:
         if out.skipped is not None:
@@ -247,9 +288,10 @@ def show(outcomes: Sequence[Outcome], baseline: float) -> None:
             continue
         decisions = ", ".join(f"{name} {n}" for name, n in sorted(out.decisions.items()))
         rows.append([
-            out.name, str(out.calls), str(out.over_window), f"{out.sent:,}", f"{out.cached:,}",
-            f"{out.cost / baseline:.2f}x ({out.cost / 1e6:.2f}M)", str(out.breaks),
-            "-" if out.summarizer_calls is None else str(out.summarizer_calls), decisions,
+            out.name, str(out.calls), str(out.over_window), str(out.errors), f"{out.sent:,}",
+            f"{out.cached:,}", f"{out.cost / baseline:.2f}x ({out.cost / 1e6:.2f}M)",
+            str(out.breaks), "-" if out.summarizer_calls is None else str(out.summarizer_calls),
+            str(out.bad_stubs), str(out.missing_task), decisions,
         ])
     try:
         from rich.console import Console
@@ -259,12 +301,13 @@ def show(outcomes: Sequence[Outcome], baseline: float) -> None:
         for row in [header, *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
         return
-    table = Table(title=f"Replay: cached tokens priced at {CACHED_PRICE}x")
+    table = Table(title=f"Replay at a {window:,}-token window: cached tokens priced at "
+                        f"{CACHED_PRICE}x")
     for index, name in enumerate(header):
         table.add_column(name, justify="left" if index in (0, len(header) - 1) else "right")
     for row in rows:
         table.add_row(*row)
-    Console(width=180).print(table)
+    Console(width=200).print(table)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def test_turns_of_the_parallel_tools_request() -> None:
     final = {turns[t].tool_call_id for t in ("m4", "m5", "m6.0")}
     assert len(final) == 1 and None not in final and final != exchange
     assert turns["m3"].tool_call_id is None and turns["m0"].tool_call_id is None
-    assert turns["m6.0"].pinned  # the last message is always kept
+    assert not turns["m6.0"].pinned  # the newest turn is protected by recency, not pinned
     assert turns["m1"].metadata["cutctx.tool"] == "fx_rate, company_lookup"
     assert turns["m2.1"].metadata["cutctx.tool"] == "company_lookup"
     assert turns["m2.1"].content.startswith("[error] RegistryTimeout")
@@ -459,7 +459,8 @@ def test_compacting_shared_histories_always_gives_sendable_requests(path: Path,
 def test_an_assistant_message_left_first_gets_a_user_note() -> None:
     history = [{"role": "user", "content": "x" * 400}, {"role": "assistant", "content": "a"},
                {"role": "user", "content": "q"}]
-    result = messages.compact(history, budget=40, estimator=CHARS, keep_recent=2)
+    result = messages.compact(history, budget=40, estimator=CHARS, keep_recent=2,
+                              keep_task=False)
     assert result.report.dropped_turn_ids == ("m0",)
     assert result.messages == [
         {"role": "user", "content": [{"type": "text", "text": messages.OMITTED_NOTE}]},
@@ -471,7 +472,7 @@ def test_a_summary_first_is_a_user_message_whatever_the_role() -> None:
                {"role": "assistant", "content": f"answer {n} " + "y" * 100} for n in range(7)]
     result = messages.compact(history, budget=120, estimator=CHARS, keep_recent=1,
                               policy=SummarizingPolicy(DEFAULT_PROMPT_ID, min_span_turns=2),
-                              summarizer=summarize, summary_role="assistant")
+                              summarizer=summarize, summary_role="assistant", keep_task=False)
     assert result.messages is not None
     assert result.report.summary_turn_ids
     assert result.messages[0]["role"] == "user"
@@ -489,7 +490,7 @@ def test_removal_merges_same_roles_keeping_the_latest_thinking_first() -> None:
         {"role": "user", "content": "z"},
     ]
     result = messages.compact(history, budget=70, estimator=CHARS, keep_recent=1,
-                              pin=[1, 3], policy=DropOldestPolicy())
+                              pin=[1, 3], policy=DropOldestPolicy(), keep_task=False)
     assert result.report.dropped_turn_ids == ("m0", "m2")
     assert result.messages == [
         {"role": "user", "content": [{"type": "text", "text": messages.OMITTED_NOTE}]},
@@ -540,11 +541,11 @@ def test_pins_by_index_and_predicate() -> None:
                {"role": "user", "content": "y" * 200}, {"role": "assistant", "content": "b"},
                {"role": "user", "content": "q"}]
     by_index = messages.compact(history, budget=130, estimator=CHARS, keep_recent=1, pin=[0],
-                                policy=DropOldestPolicy())
+                                policy=DropOldestPolicy(), keep_task=False)
     assert "m0" in by_index.report.kept_turn_ids
     by_rule = messages.compact(history, budget=130, estimator=CHARS, keep_recent=1,
                                pin=lambda message, index: "y" in str(message["content"]),
-                               policy=DropOldestPolicy())
+                               policy=DropOldestPolicy(), keep_task=False)
     assert "m2" in by_rule.report.kept_turn_ids
     with pytest.raises(ValidationError):
         messages.to_transcript(history, estimator=CHARS, pin=[9])
@@ -643,7 +644,7 @@ def test_count_needs_a_model_and_a_count_method() -> None:
 def test_format_round_trips_a_request() -> None:
     request = parallel()
     fmt = messages.FORMAT
-    conv = fmt.to_transcript(request["messages"], request["system"], CHARS, None)
+    conv = fmt.to_transcript(request["messages"], request["system"], CHARS, None, False)
     assert fmt.split(conv.render(conv.transcript)) == (request["system"], request["messages"])
     assert fmt.output_allowance(request) == 16_000
     assert fmt.overhead(request, CHARS) > 346

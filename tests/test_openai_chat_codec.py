@@ -347,7 +347,8 @@ def test_compaction_never_leaves_empty_tool_calls() -> None:
     messages = [{"role": "system", "content": "s"}, user("u" * 400),
                 asks(call("c1"), call("c2"), content="a" * 400), result("c1", "r" * 400),
                 result("c2", "r" * 400), user("latest")]
-    out = chat.compact(messages, budget=60, estimator=CHARS, keep_recent=1).messages
+    out = chat.compact(messages, budget=60, estimator=CHARS, keep_recent=1,
+                       keep_task=False).messages
     assert out is not None
     assert all(m.get("tool_calls") != [] for m in out)
     assert not any(m["role"] == "tool" for m in out)

@@ -22,6 +22,7 @@ from cutctx import (
     ValidationError,
 )
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult, SummarizationFailed
+from cutctx_adapters._policy import choose_policy
 from cutctx_adapters.openai import chat
 
 from . import chat_rules
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
 CHARS = CharRatioEstimator()
 SECRET = "ERROR-TEXT-c0ffee"
-MASK_ONLY = "chain(observation_masking@1.0.0+drop_oldest@1.0.0)"
+MASK_ONLY = choose_policy(None, None).name  # the chain without a summarizer
 HEADER = chat.SUMMARY_HEADER
 
 TOOLS = [
@@ -235,10 +236,11 @@ def test_a_summary_within_its_target_keeps_the_request_in_budget() -> None:
     rendered request and re-plan tighter, so the request still fits.
     """
     first = chat.compact(CONVERSATION, budget=total(CONVERSATION) // 2, summarizer=to_target,
-                         keep_recent=2)
+                         keep_recent=2, keep_user_turns=False)
     assert first.plan.summarization_requests
     budget = first.tokens_after
-    tight = chat.compact(CONVERSATION, budget=budget, summarizer=to_target, keep_recent=2)
+    tight = chat.compact(CONVERSATION, budget=budget, summarizer=to_target, keep_recent=2,
+                         keep_user_turns=False)
     assert not tight.report.budget_unmet
     assert tight.messages is not None
     assert total(tight.messages) == tight.measured_tokens <= budget
@@ -275,7 +277,7 @@ def test_a_compaction_budget_is_the_transcript_allowance() -> None:
 
 
 def test_keep_recent_protects_the_newest_messages() -> None:
-    result = chat.compact(HISTORY, budget=total(HISTORY) // 4, keep_recent=5)
+    result = chat.compact(HISTORY, budget=total(HISTORY) // 4, keep_recent=5, keep_task=False)
     assert result.messages is not None
     assert result.messages[-5:] == HISTORY[-5:]
 

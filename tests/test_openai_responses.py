@@ -20,6 +20,7 @@ from openai._utils import maybe_transform
 from openai.types.responses import Response, response_create_params
 
 from cutctx import (
+    BudgetUnsatisfiable,
     CharRatioEstimator,
     DropOldestPolicy,
     ObservationMaskingPolicy,
@@ -657,9 +658,16 @@ def test_compaction_at_several_budgets_stays_valid(policy: str, fraction: float)
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("budget", [2000, 600, 300, 150])
 def test_the_shared_request_compacts_validly(policy: str, budget: int) -> None:
+    keep_task = budget >= 2000  # the request's task alone is ~1,500 tokens
+    if not keep_task:  # kept by default, so a smaller budget is refused by name
+        with pytest.raises(BudgetUnsatisfiable) as refused:
+            responses.compact(REQUEST["input"], instructions=REQUEST["instructions"],
+                              tools=REQUEST["tools"], budget=budget, keep_recent=1,
+                              **POLICIES[policy])
+        assert refused.value.details["turn_ids"][0] == "i0"
     result = responses.compact(REQUEST["input"], instructions=REQUEST["instructions"],
                                tools=REQUEST["tools"], budget=budget, keep_recent=1,
-                               **POLICIES[policy])
+                               keep_task=keep_task, **POLICIES[policy])
     check_valid(result, REQUEST["instructions"])
     assert sent_items(result)[-1] == REQUEST["input"][-1]
     if not result.plan.budget_unmet:
@@ -773,7 +781,7 @@ def test_the_client_compacts_input_before_sending(route: respx.Route) -> None:
     assert len(body["input"]) < len(history) and body["input"][-1] == history[-1]
     [report] = reports
     assert report.decision == "compacted" and report.format == "openai-responses"
-    assert report.prompt_budget == 7_000 and report.tokens_sent <= 1_200
+    assert report.prompt_budget == 7_000 and report.tokens_sent <= report.trigger_tokens
     assert MARKER not in repr(report)
 
 

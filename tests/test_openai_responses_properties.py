@@ -205,7 +205,9 @@ def _is_masked_version(item: dict[str, Any], original: dict[str, Any]) -> bool:
     if set(item) != set(original) or item.get("call_id") != original.get("call_id"):
         return False
     body = item.get("output")
-    return isinstance(body, str) and body.startswith(STUB) and \
+    replaced = isinstance(body, str) and (body.startswith((STUB, "[duplicate tool result:"))
+                                          or "[... cutctx clipped this tool result:" in body)
+    return replaced and \
         {k: v for k, v in item.items() if k != "output"} == \
         {k: v for k, v in original.items() if k != "output"}
 

@@ -64,7 +64,7 @@ def test_the_default_chain_names_the_default_prompt() -> None:
     estimator = CharRatioEstimator()
     budget = chat.count_tokens(messages, estimator=estimator) // 2
     job = chat.plan(messages, budget=budget, summarizer=lambda r, t: "s", estimator=estimator,
-                    keep_recent=2)
+                    keep_recent=2, keep_user_turns=False)
     assert [r.prompt_id for r in job.plan.summarization_requests] == [DEFAULT_PROMPT_ID]
     assert job.plan.summarization_requests[0].prompt_id in PromptRegistry()
 

@@ -4,14 +4,16 @@
 each request's full history, send what ``prepare`` returns.
 
 Provider subpackages import their SDK lazily: ``cutctx_adapters.openai`` needs
-``cutctx[openai]``, ``cutctx_adapters.anthropic`` needs ``cutctx[anthropic]``.
+``cutctx[openai]``, ``cutctx_adapters.anthropic`` needs ``cutctx[anthropic]``. Stores that
+sessions share across threads, processes and machines are in ``cutctx_adapters.stores``.
 """
 
+from ._format import HistoryFormat
 from ._pipeline import CompactionResult
-from ._session import CallReport, CompactionSession, HistoryFormat, Prepared
-from .errors import SummarizationFailed, TokenizerUnavailable
+from .errors import StoreTimeout, StoreUnavailable, SummarizationFailed, TokenizerUnavailable
 from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
+from .session import CallReport, CompactionSession, Prepared
 
 __all__ = [
     "DEFAULT_PROMPT_ID",
@@ -23,6 +25,8 @@ __all__ = [
     "HistoryFormat",
     "Prepared",
     "PromptRegistry",
+    "StoreTimeout",
+    "StoreUnavailable",
     "SummarizationFailed",
     "Summarizer",
     "SummaryPrompt",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from cutctx import (
+    CONTENT_KEY,
     EMPTY_METADATA,
     CompactedTranscript,
     Role,
@@ -22,8 +23,11 @@ from cutctx import (
     ValidationError,
 )
 
+from ._canonical_key import content_key
+
 __all__ = [
     "KIND_KEY",
+    "REPLACED_KINDS",
     "SUMMARY_HEADER",
     "TOOL_NAME_KEY",
     "Codec",
@@ -40,6 +44,8 @@ __all__ = [
 
 KIND_KEY = "cutctx.kind"
 """Metadata key the engine sets on masked and summary turns."""
+REPLACED_KINDS = frozenset({"masked", "clipped", "deduplicated"})
+"""Kinds of a turn kept in place with a new body (a stub, a clip): rendered by ``render_masked``."""
 SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 """What every format puts before a summary's text, so a reader (or model) knows what it is."""
 TOOL_NAME_KEY = "cutctx.tool"
@@ -198,6 +204,11 @@ class Codec(Protocol[Out_co]):
 
     def render_masked(self, part: Part, stub: str) -> Any: ...
 
+    def body(self, part: Part) -> Any:
+        """What a tool result says, whole (images included): identical bodies, identical
+        results — the stub ``render_masked`` puts in replaces exactly this."""
+        ...
+
     def render_summary(self, text: str, replaced: int) -> Any: ...
 
     def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out_co: ...
@@ -214,6 +225,8 @@ class Conversion(Generic[Out]):
     transcript: Transcript
     parts: Mapping[str, Part]
     codec: Codec[Out] = field(repr=False)
+    task_turn_id: str | None = None
+    """The turn pinned as the session's task (the first user message), if one was."""
 
     def render(self, view: Transcript | CompactedTranscript) -> Out:
         turns = view.transcript.turns if isinstance(view, CompactedTranscript) else view.turns
@@ -228,7 +241,7 @@ class Conversion(Generic[Out]):
             if part is None:
                 raise ValidationError("the view holds a turn this conversion did not produce",
                                       {"turn_id": turn.turn_id})
-            if kind == "masked":
+            if kind in REPLACED_KINDS:
                 rendered.append((part, self.codec.render_masked(part, turn.content)))
             else:
                 rendered.append((part, copy_plain(part.payload)))
@@ -244,9 +257,18 @@ def convert(
     parts: Sequence[Part],
     messages: Sequence[Mapping[str, Any]],
     pin: PinSpec = None,
+    keep_task: bool = False,
 ) -> Conversion[Out]:
-    """Build the transcript: stable ids, exchanges as correlation ids, pins applied."""
+    """Build the transcript: stable ids, exchanges as correlation ids, pins applied.
+
+    ``keep_task`` pins the first user message too: an agent's task, which no compaction should
+    take away.
+    """
     pinned = _pinned_indexes(pin, messages, codec.noun)
+    task = _task_index(parts) if keep_task else None
+    if task is not None:
+        pinned.add(task)
+    task_turn_id: str | None = None
     correlation = _exchange_ids(parts)
     turns: list[TranscriptTurn] = []
     by_id: dict[str, Part] = {}
@@ -255,10 +277,22 @@ def convert(
         if part.sub is not None and part.turn_id is None:
             turn_id += f".{part.sub}"
         by_id[turn_id] = part
-        metadata = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
+        metadata: Mapping[str, str] = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
+        if part.role is Role.TOOL:
+            metadata = {**metadata, CONTENT_KEY: content_key(codec.body(part))}
         turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
                                     correlation[position], part.index in pinned, metadata))
-    return Conversion(Transcript(tuple(turns)), by_id, codec)
+        if task_turn_id is None and part.index == task and part.role is Role.USER:
+            task_turn_id = turn_id
+    return Conversion(Transcript(tuple(turns)), by_id, codec, task_turn_id)
+
+
+def _task_index(parts: Sequence[Part]) -> int | None:
+    """Position in the caller's list of the first user message (not tool results), if any."""
+    for part in parts:
+        if part.role is Role.USER:
+            return part.index
+    return None
 
 
 def _pinned_indexes(pin: PinSpec, messages: Sequence[Mapping[str, Any]], noun: str) -> set[int]:

@@ -1,14 +1,16 @@
 """convert → estimate → plan → fulfil → apply → render, shared by every format, sync and async.
 
 A format module builds a ``Job`` (its conversion, the budget, the plan); ``run``/``arun`` fulfil
-and finish it. The two differ only in awaiting the summarizer.
+and finish it. The two differ only in awaiting the summarizer. A summary is model output, so it is
+checked like input before it replaces a single turn: its length against its target, and the whole
+rendered request against the budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from cutctx import (
     Action,
@@ -18,25 +20,26 @@ from cutctx import (
     CompactionPlan,
     CompactionPolicy,
     CompactionReport,
-    DropOldestPolicy,
-    ObservationMaskingPolicy,
-    PolicyChain,
     Role,
-    SummarizingPolicy,
+    SummarizationRequest,
     TokenEstimator,
     Transcript,
     ValidationError,
 )
 
-from ._conversion import Conversion
+from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion
+from ._fitting import decide_fitting
+from ._policy import OnSummaryError, PolicyOptions, choose_policy
 from .errors import SummarizationFailed
 from .fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
-from .prompts import DEFAULT_PROMPT_ID
 
 __all__ = [
+    "SUMMARY_SLACK",
+    "SUMMARY_TOLERANCE",
     "CompactionResult",
     "Job",
     "OnSummaryError",
+    "Replacement",
     "arun",
     "choose_policy",
     "resolve_budget",
@@ -45,7 +48,21 @@ __all__ = [
     "stub_estimator",
 ]
 
-OnSummaryError = Literal["raise", "fallback"]
+SUMMARY_TOLERANCE = 0.25
+"""A summary may exceed its planned ``target_tokens`` by this share (plus ``SUMMARY_SLACK``)
+before it is refused as too long: model replies do not stop on an exact count."""
+SUMMARY_SLACK = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """A turn kept in place with a new body: masked to a stub, clipped, or deduplicated."""
+
+    turn_id: str
+    kind: str
+    """``masked``, ``clipped`` or ``deduplicated``."""
+    tokens_before: int
+    tokens_after: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,51 +91,39 @@ class CompactionResult:
     """Prompt tokens of the rendered request, counted afresh (not the plan's estimate)."""
     prompt_budget: int | None = None
     """The allowance the request had to fit (history budget plus overhead)."""
+    protection_relaxed: int = 0
+    """Recent turns no longer protected so the history could fit at all (0: none)."""
+    replacements: tuple[Replacement, ...] = ()
+    """Turns masked, clipped or deduplicated, with their sizes before and after."""
+    task_turn_id: str | None = None
+    """The first user message, kept as the task (``keep_task``), if there is one."""
 
     @property
     def budget_unmet(self) -> bool:
         """The plan could not meet the budget, or the rendered request measures over it."""
-        over = (self.measured_tokens is not None and self.prompt_budget is not None
+        return self.plan.budget_unmet or self.measured_over
+
+    @property
+    def measured_over(self) -> bool:
+        """The rendered request measures over the allowance, whatever the plan estimated."""
+        return (self.measured_tokens is not None and self.prompt_budget is not None
                 and self.measured_tokens > self.prompt_budget)
-        return self.plan.budget_unmet or over
 
     @property
     def compacted(self) -> bool:
-        """Whether anything was masked, summarized or dropped."""
-        return any(action.action is not Action.KEEP for action in self.plan.actions)
+        """Whether anything was masked, clipped, summarized or dropped."""
+        return (any(action.action is not Action.KEEP for action in self.plan.actions)
+                or bool(self.replacements))
 
     @property
     def tokens_before(self) -> int:
         """Estimated prompt tokens of the original request (history + overhead)."""
-        return self.plan.tokens_before + self.overhead_tokens
+        return self.conversion.transcript.token_estimate() + self.overhead_tokens
 
     @property
     def tokens_after(self) -> int:
         """Estimated prompt tokens of the compacted request (history + overhead)."""
         return self.plan.tokens_after_estimate + self.overhead_tokens
-
-
-def choose_policy(
-    policy: CompactionPolicy | None,
-    summarizer: object | None,
-    *,
-    keep_recent_results: int = 2,
-    stub_estimator: TokenEstimator | None = None,
-) -> CompactionPolicy:
-    """The caller's policy, else: mask then drop without a summarizer, the default chain with."""
-    if summarizer is not None and not callable(summarizer):
-        raise ValidationError("summarizer must be callable: (request, turns) -> summary text",
-                              {"field": "summarizer"})
-    if policy is not None:
-        if not callable(getattr(policy, "decide", None)):
-            raise ValidationError("policy must have a decide(transcript, budget) method",
-                                  {"field": "policy"})
-        return policy
-    masking = ObservationMaskingPolicy(keep_recent_results, estimator=stub_estimator)
-    if summarizer is None:
-        return PolicyChain([masking, DropOldestPolicy()])
-    prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
-    return PolicyChain([masking, SummarizingPolicy(prompt_id), DropOldestPolicy()])
 
 
 class _PaddedEstimator:
@@ -144,20 +149,34 @@ def stub_estimator(transcript: Transcript, estimator: TokenEstimator,
         return _PaddedEstimator(estimator, pad)
     pad = 0
     for turn in transcript.turns:
-        if turn.role is Role.TOOL:
+        if turn.role is Role.TOOL and KIND_KEY not in turn.metadata:
             pad = max(pad, turn.token_estimate - estimator.estimate_tokens(turn.content))
     return _PaddedEstimator(estimator, pad + 1)
 
 
 def resolve_budget(budget: int | CompactionBudget, overhead: int,
                    keep_recent: int) -> CompactionBudget:
-    """An int is the whole prompt's allowance: the transcript gets it minus the overhead."""
+    """An int is the whole prompt's allowance: the transcript gets it minus the overhead.
+
+    The newest turn is always protected (a request needs one message), and an allowance the
+    overhead alone (tool definitions, framing) exceeds is refused, naming the overhead.
+    """
     if isinstance(budget, CompactionBudget):
-        return budget
+        if budget.protected_recent_turns:
+            return budget
+        return CompactionBudget(budget.max_tokens, 1)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValidationError("budget must be an int >= 0 or a cutctx.CompactionBudget",
                               {"field": "budget"})
-    return CompactionBudget(max(0, budget - overhead), keep_recent)
+    if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
+        raise ValidationError("keep_recent must be an int >= 0", {"field": "keep_recent"})
+    if overhead > budget:
+        raise BudgetUnsatisfiable(
+            f"the request's fixed overhead (tool definitions, framing) needs {overhead} tokens "
+            f"but the budget is {budget}",
+            {"untouchable_tokens": overhead, "max_tokens": budget, "untouchable_turn_count": 0,
+             "protected_recent_turns": keep_recent, "overhead_tokens": overhead})
+    return CompactionBudget(budget - overhead, max(1, keep_recent))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,17 +184,22 @@ class Job:
     """One compaction, planned and waiting for its summaries."""
 
     conversion: Conversion[Any]
+    """The history as planned: its transcript may hold the newest result clipped to fit."""
     budget: CompactionBudget
     plan: CompactionPlan
     overhead: int
     result_fields: Callable[[Any], Mapping[str, Any]]
+    estimator: TokenEstimator
+    """Counts a summary's text on the plan's scale."""
     on_summary_error: OnSummaryError = "raise"
     fallback_policy: CompactionPolicy | None = None
+    """The same policies without summarizing: used when a summary fails or does not fit."""
     policy: CompactionPolicy | None = None
     measure: Callable[[Any], int] | None = None
     """Prompt tokens of a rendered history (overhead included), to check the plan's claim."""
     limit: int | None = None
     """The prompt allowance the rendered request must fit (the budget plus the overhead)."""
+    protection_relaxed: int = 0
 
 
 def start(
@@ -187,8 +211,7 @@ def start(
     estimator: TokenEstimator,
     overhead: int,
     result_fields: Callable[[Any], Mapping[str, Any]],
-    keep_recent_results: int = 2,
-    on_summary_error: OnSummaryError = "raise",
+    options: PolicyOptions | None = None,
     stub_pad: int | None = None,
     measure: Callable[[Any], int] | None = None,
 ) -> Job:
@@ -196,51 +219,93 @@ def start(
 
     ``stub_pad``: tokens a masked tool turn keeps beyond its stub text (see ``stub_estimator``).
     """
-    if on_summary_error not in ("raise", "fallback"):
-        raise ValidationError("on_summary_error must be 'raise' or 'fallback'",
-                              {"field": "on_summary_error"})
+    options = options or PolicyOptions()
     stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
-    chosen = choose_policy(policy, summarizer, keep_recent_results=keep_recent_results,
-                           stub_estimator=stubs)
-    plan = chosen.decide(conversion.transcript, budget)
-    fallback = None
-    if on_summary_error == "fallback":
-        fallback = choose_policy(None, None, keep_recent_results=keep_recent_results,
-                                 stub_estimator=stubs)
-    return Job(conversion, budget, plan, overhead, result_fields, on_summary_error, fallback,
-               chosen, measure, budget.max_tokens + overhead)
+    chosen = choose_policy(policy, summarizer, options, stubs)
+    fitted = decide_fitting(chosen, conversion.transcript, budget, stubs, strict=options.strict)
+    fallback = choose_policy(None, None, options, stubs) if summarizer is not None else None
+    planned = conversion
+    if fitted.transcript is not conversion.transcript:
+        planned = replace(conversion, transcript=fitted.transcript)
+    return Job(planned, fitted.budget, fitted.plan, overhead, result_fields, estimator,
+               options.on_summary_error, fallback, chosen, measure,
+               fitted.budget.max_tokens + overhead, fitted.protection_relaxed)
+
+
+def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...]:
+    """The turns ``view`` keeps with a new body, in order, with their sizes."""
+    original = {turn.turn_id: turn for turn in before.turns}
+    out: list[Replacement] = []
+    for turn in view.turns:
+        kind = turn.metadata.get(KIND_KEY)
+        if kind not in REPLACED_KINDS:
+            continue
+        source = original.get(turn.turn_id)
+        if source is not None and source.metadata.get(KIND_KEY) == kind \
+                and source.content == turn.content:
+            continue  # replaced earlier: already reported then
+        tokens = turn.metadata.get("cutctx.original_tokens")
+        out.append(Replacement(turn.turn_id, str(kind),
+                               int(tokens) if tokens else (source.token_estimate if source
+                                                           else turn.token_estimate),
+                               turn.token_estimate))
+    return tuple(out)
 
 
 def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> CompactionResult:
     view = CompactionExecutor().apply(job.conversion.transcript, job.plan, summaries)
     rendered = job.conversion.render(view)
+    measured = None if job.measure is None else job.measure(rendered)
+    report = view.report
+    if measured is not None and job.limit is not None and measured > job.limit:
+        report = replace(report, budget_unmet=True)  # never reported as fitting when it is not
     return CompactionResult(
         plan=job.plan,
-        report=view.report,
+        report=report,
         view=view.transcript,
         conversion=job.conversion,
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
         rendered=rendered,
-        measured_tokens=None if job.measure is None else job.measure(rendered),
+        measured_tokens=measured,
         prompt_budget=job.limit,
+        protection_relaxed=job.protection_relaxed,
+        replacements=replacements(job.conversion.transcript, view.transcript),
+        task_turn_id=job.conversion.task_turn_id,
         **job.result_fields(rendered),
     )
 
 
-def _needs_summaries(job: Job, summarizer: object | None) -> bool:
-    if not job.plan.summarization_requests:
-        return False
+def _require_summarizer(job: Job, summarizer: object | None) -> None:
     if summarizer is None:
         raise ValidationError("the plan asks for summaries but no summarizer was given",
                               {"group_ids": [r.group_id for r in job.plan.summarization_requests]})
-    return True
 
 
-def _replanned(job: Job) -> Job:
-    assert job.fallback_policy is not None
-    plan = job.fallback_policy.decide(job.conversion.transcript, job.budget)
-    return replace(job, plan=plan)
+def _check_length(job: Job, request: SummarizationRequest, text: str) -> None:
+    """Refuse a summary much longer than its plan allowed: it would not fit where it goes."""
+    tokens = job.estimator.estimate_tokens(text)
+    allowed = int(request.target_tokens * (1 + SUMMARY_TOLERANCE)) + SUMMARY_SLACK
+    if tokens > allowed:
+        raise SummarizationFailed(
+            f"the summary for group {request.group_id} has {tokens} tokens but its plan allowed "
+            f"{request.target_tokens} (+{SUMMARY_TOLERANCE:.0%}); it was not used",
+            {"group_id": request.group_id, "turn_count": len(request.turn_ids),
+             "prompt_id": request.prompt_id, "cause": "summary_too_long",
+             "summary_tokens": tokens, "target_tokens": request.target_tokens})
+
+
+def _without_summaries(job: Job) -> Job | None:
+    """The job planned again by its policies minus summarizing (None if it has no such)."""
+    if job.fallback_policy is None:
+        return None
+    try:
+        plan = job.fallback_policy.decide(job.conversion.transcript, job.budget)
+    except BudgetUnsatisfiable:
+        return None
+    if plan.summarization_requests:
+        return None
+    return replace(job, plan=plan, policy=job.fallback_policy)
 
 
 _TIGHTENINGS = 3
@@ -257,69 +322,106 @@ def _excess(job: Job, result: CompactionResult) -> int:
     return max(0, result.measured_tokens - job.limit)
 
 
-def _tightened(job: Job, result: CompactionResult, excess: int) -> Job | None:
+def _tightened(job: Job, excess: int) -> Job | None:
     """The same job planned again for a budget smaller by ``excess``, if that is possible."""
-    policy = job.fallback_policy if result.summarization_fallback else job.policy
     goal = job.budget.max_tokens - excess
-    if policy is None or goal < 0:
+    if job.policy is None or goal < 0:
         return None
     budget = CompactionBudget(goal, job.budget.protected_recent_turns)
     try:
-        plan = policy.decide(job.conversion.transcript, budget)
+        plan = job.policy.decide(job.conversion.transcript, budget)
     except BudgetUnsatisfiable:
         return None
-    return replace(job, plan=plan, budget=budget, policy=policy)
+    return replace(job, plan=plan, budget=budget)
 
 
-def _run_once(job: Job, summarizer: AnySummarizer | None,
-              cache: SummaryCache | None) -> CompactionResult:
-    if not _needs_summaries(job, summarizer):
-        return _finish(job, {})
-    assert summarizer is not None
-    try:
-        summaries = fulfil(job.plan, job.conversion.transcript, summarizer, cache=cache)
-    except SummarizationFailed:
-        if job.fallback_policy is None:
-            raise
-        return _finish(_replanned(job), {}, fallback=True)
-    return _finish(job, summaries)
+def _summaries_failed(job: Job, failure: SummarizationFailed) -> Job:
+    """The job to run instead of one whose summary failed, or the failure itself."""
+    if job.on_summary_error != "fallback":
+        raise failure
+    replanned = _without_summaries(job)
+    if replanned is None:
+        raise failure
+    return replanned
 
 
-async def _arun_once(job: Job, summarizer: AnySummarizer | None,
-                     cache: SummaryCache | None) -> CompactionResult:
-    if not _needs_summaries(job, summarizer):
-        return _finish(job, {})
-    assert summarizer is not None
-    try:
-        summaries = await afulfil(job.plan, job.conversion.transcript, summarizer, cache=cache)
-    except SummarizationFailed:
-        if job.fallback_policy is None:
-            raise
-        return _finish(_replanned(job), {}, fallback=True)
-    return _finish(job, summaries)
+Outcome = Mapping[str, str] | SummarizationFailed
+"""What a driver sends back for a job's summaries: the texts, or why there are none."""
+
+
+def _steps(job: Job) -> Generator[Job, Outcome, CompactionResult]:
+    """The control flow ``run`` and ``arun`` share: it yields each job whose summaries it needs
+    and receives them (or the failure), tightens a plan whose rendering measures over, and never
+    returns a request over the budget with summaries when one without them fits."""
+    fallback = False
+    result: CompactionResult | None = None
+    for _ in range(_TIGHTENINGS + 1):
+        if result is not None:
+            excess = _excess(job, result)
+            tighter = _tightened(job, excess) if excess else None
+            if tighter is None:
+                break
+            job = tighter
+        summaries: Mapping[str, str] = {}
+        if job.plan.summarization_requests:
+            outcome = yield job
+            if isinstance(outcome, SummarizationFailed):
+                job, fallback = _summaries_failed(job, outcome), True
+            else:
+                summaries = outcome
+        result = _finish(job, summaries, fallback)
+    assert result is not None
+    if result.measured_over and result.plan.summarization_requests:
+        plain = _without_summaries(job)
+        if plain is not None:
+            alternative = _finish(plain, {}, fallback=True)
+            if not alternative.budget_unmet:
+                return alternative
+    return result
+
+
+def _checker(job: Job) -> Callable[[SummarizationRequest, str], None]:
+    def check(request: SummarizationRequest, text: str) -> None:
+        _check_length(job, request, text)
+
+    return check
 
 
 def run(job: Job, summarizer: AnySummarizer | None = None,
         cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (synchronously) and apply a planned job; re-plan tighter if the output is over."""
-    result = _run_once(job, summarizer, cache)
-    for _ in range(_TIGHTENINGS):
-        excess = _excess(job, result)
-        tighter = _tightened(job, result, excess) if excess else None
-        if tighter is None:
-            break
-        job, result = tighter, _run_once(tighter, summarizer, cache)
-    return result
+    steps = _steps(job)
+    try:
+        wanted = next(steps)
+        while True:
+            _require_summarizer(wanted, summarizer)
+            assert summarizer is not None
+            try:
+                outcome: Outcome = fulfil(wanted.plan, wanted.conversion.transcript, summarizer,
+                                          cache=cache, check=_checker(wanted))
+            except SummarizationFailed as failure:
+                outcome = failure
+            wanted = steps.send(outcome)
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result
 
 
 async def arun(job: Job, summarizer: AnySummarizer | None = None,
                cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (concurrently, awaiting async summarizers) and apply; as ``run`` otherwise."""
-    result = await _arun_once(job, summarizer, cache)
-    for _ in range(_TIGHTENINGS):
-        excess = _excess(job, result)
-        tighter = _tightened(job, result, excess) if excess else None
-        if tighter is None:
-            break
-        job, result = tighter, await _arun_once(tighter, summarizer, cache)
-    return result
+    steps = _steps(job)
+    try:
+        wanted = next(steps)
+        while True:
+            _require_summarizer(wanted, summarizer)
+            assert summarizer is not None
+            try:
+                outcome: Outcome = await afulfil(wanted.plan, wanted.conversion.transcript,
+                                                 summarizer, cache=cache, check=_checker(wanted))
+            except SummarizationFailed as failure:
+                outcome = failure
+            wanted = steps.send(outcome)
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result

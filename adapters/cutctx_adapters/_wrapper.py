@@ -11,7 +11,8 @@ import inspect
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ._session import CallReport, CompactionSession, HistoryFormat
+from ._format import HistoryFormat
+from .session import CallReport, CompactionSession
 
 __all__ = [
     "CompactingClient",

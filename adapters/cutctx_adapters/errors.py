@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from cutctx import CompactionError
 
-__all__ = ["SummarizationFailed", "TokenizerUnavailable"]
+__all__ = ["StoreTimeout", "StoreUnavailable", "SummarizationFailed", "TokenizerUnavailable"]
 
 
 class TokenizerUnavailable(CompactionError):
@@ -30,3 +30,23 @@ class SummarizationFailed(CompactionError):
     """
 
     code: ClassVar[str] = "SUMMARIZATION_FAILED"
+
+
+class StoreUnavailable(CompactionError):
+    """A store's backend failed (unreachable, locked past its busy timeout, or closed).
+
+    ``details`` = ``{"store": <the store's content-free repr>, "operation": "get" | ...,
+    "cause": <the backend exception's class name, or "closed">}``.
+    """
+
+    code: ClassVar[str] = "STORE_UNAVAILABLE"
+
+
+class StoreTimeout(CompactionError):
+    """Waiting for another worker to produce a shared value took longer than allowed.
+
+    ``details`` = ``{"store": <repr>, "key_hash": <first 16 hex of the key's sha256>,
+    "timeout": <seconds>}``.
+    """
+
+    code: ClassVar[str] = "STORE_TIMEOUT"

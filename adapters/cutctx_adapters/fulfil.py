@@ -16,7 +16,8 @@ from cutctx import CompactionPlan, SummarizationRequest, Transcript, TranscriptT
 from ._canonical_key import span_key
 from .errors import SummarizationFailed
 
-__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "afulfil", "fulfil", "span_key"]
+__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
+           "span_key"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
 AsyncSummarizer: TypeAlias = Callable[
@@ -27,6 +28,8 @@ AnySummarizer: TypeAlias = Callable[
 ]
 """Either kind (provider summarizers return a str or an awaitable, by their client)."""
 SummaryCache: TypeAlias = MutableMapping[str, str]
+SummaryCheck: TypeAlias = Callable[[SummarizationRequest, str], None]
+"""Raises ``SummarizationFailed`` for a summary that must not be used (before it is cached)."""
 
 
 def _turns_for(request: SummarizationRequest, transcript: Transcript) -> list[TranscriptTurn]:
@@ -43,9 +46,11 @@ def _failure(request: SummarizationRequest, cause: BaseException | str) -> Summa
     )
 
 
-def _checked(request: SummarizationRequest, text: Any) -> str:
+def _checked(request: SummarizationRequest, text: Any, check: SummaryCheck | None) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _failure(request, "EmptySummary")
+    if check is not None:
+        check(request, text)
     return text
 
 
@@ -55,10 +60,12 @@ def fulfil(
     summarizer: AnySummarizer,
     *,
     cache: SummaryCache | None = None,
+    check: SummaryCheck | None = None,
 ) -> dict[str, str]:
     """The ``summaries`` mapping for ``CompactionExecutor.apply``, one request at a time.
 
-    ``cache`` (keyed by span content) makes a span already summarized cost nothing.
+    ``cache`` (keyed by span content) makes a span already summarized cost nothing; ``check``
+    vets each new summary (its length, say) before it is used or cached.
     """
     summaries: dict[str, str] = {}
     for request in plan.summarization_requests:
@@ -75,7 +82,7 @@ def fulfil(
         if inspect.isawaitable(text):
             _close(text)
             raise _failure(request, "AsyncSummarizerInSyncPath")
-        summaries[request.group_id] = _checked(request, text)
+        summaries[request.group_id] = _checked(request, text, check)
         if cache is not None:
             cache[key] = summaries[request.group_id]
     return summaries
@@ -87,6 +94,7 @@ async def afulfil(
     summarizer: AnySummarizer,
     *,
     cache: SummaryCache | None = None,
+    check: SummaryCheck | None = None,
 ) -> dict[str, str]:
     """Like ``fulfil``, running independent requests concurrently; sync summarizers work too."""
 
@@ -102,7 +110,7 @@ async def afulfil(
                 text = await text
         except Exception as exc:
             raise _failure(request, exc) from exc
-        checked = _checked(request, text)
+        checked = _checked(request, text, check)
         if cache is not None:
             cache[key] = checked
         return request.group_id, checked

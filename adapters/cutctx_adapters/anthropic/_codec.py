@@ -80,6 +80,10 @@ class MessagesCodec:
             payload["content"] = [{"type": "text", "text": stub}]
         return payload
 
+    def body(self, part: Part) -> Any:
+        block = part.payload["content"][0] if part.kind == "tool_result" else part.payload
+        return [block.get("content"), block.get("is_error")]
+
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role,
                 "content": [{"type": "text", "text": SUMMARY_HEADER + text}]}

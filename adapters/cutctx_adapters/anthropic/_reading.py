@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cutctx import Role, TokenEstimator, ValidationError
+from cutctx import Role, TokenEstimator
 
 from .._conversion import (
     Conversion,
@@ -20,7 +20,7 @@ from .._conversion import (
     plain_tools,
     to_plain,
 )
-from .._session import given
+from .._format import given
 from ._codec import (
     _ASSISTANT_ONLY,
     _FINAL_TURN,
@@ -284,11 +284,11 @@ def _message_parts(message: dict[str, Any], index: int, role: str, content: Any,
                           sub=position))
     rest = content[results:]
     if rest:
-        # Framing counted again: when the results go with their exchange, this part is sent
-        # as a message of its own (an overcount of one framing while both are kept).
+        # The message's framing is counted once, with its first result, so the parts add up to
+        # the message; should the results go with their exchange and this part stay alone, the
+        # rendered request is measured and the plan tightened for the framing it then needs.
         parts.append(Part(index, Role.USER, _content_text(rest), {**base, "content": rest},
-                          counter.framing + sum(counter.block(block) for block in rest),
-                          "user", sub=results))
+                          sum(counter.block(block) for block in rest), "user", sub=results))
     return parts
 
 
@@ -403,7 +403,7 @@ def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any =
 
 
 def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
-                summary_role: str) -> Conversion[Rendered]:
+                summary_role: str, keep_task: bool = False) -> Conversion[Rendered]:
     loop = _thinking_loop(request.messages)
     tool_markers = sum(1 for tool in request.tools or []
                        if isinstance(tool, Mapping) and "cache_control" in tool)
@@ -415,23 +415,7 @@ def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
         tool_breakpoints=tool_markers,
         thinking_loop=None if loop is None else loop[1],
     )
-    return convert(codec, parts, request.messages, _with_last(pin, len(request.messages)))
-
-
-def _with_last(pin: PinSpec, count: int) -> PinSpec:
-    """The caller's pins plus the last message: a request cannot be sent without messages."""
-    if not count:
-        return pin
-    last = count - 1
-    if pin is None:
-        return [last]
-    if callable(pin):
-        chosen = pin
-        return lambda message, index: index == last or chosen(message, index)
-    if isinstance(pin, str | bytes) or not isinstance(pin, Sequence):
-        raise ValidationError("pin must be message indexes or a predicate",
-                              {"field": "pin", "rule": "pin_type"})
-    return [*pin, last]
+    return convert(codec, parts, request.messages, pin, keep_task)
 
 
 def to_transcript(
@@ -445,6 +429,7 @@ def to_transcript(
     tools: Sequence[Any] | None = None,
     thinking: Mapping[str, Any] | None = None,
     calibration: float | None = None,
+    keep_task: bool = False,
 ) -> Conversion[Rendered]:
     """Convert a Messages history (dicts or SDK objects) and its ``system``; validates them.
 
@@ -455,7 +440,7 @@ def to_transcript(
     request = _request(history, system, tools)
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
     parts = _parts(request, counter, thinking=given(thinking))
-    return _conversion(request, parts, pin, summary_role)
+    return _conversion(request, parts, pin, summary_role, keep_task)
 
 
 def validate(

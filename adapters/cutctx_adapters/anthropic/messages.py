@@ -8,7 +8,8 @@ USER turn (``m3.2``), so its text is never masked or dropped as if it were a too
 and their results share a correlation id, so they travel together. When the history ends inside
 a tool loop whose first assistant message starts with thinking, that message, the loop's latest
 exchange and the user message that opened the turn travel together too (the API wants the
-final turn's thinking first). The last message is always kept: a request needs one.
+final turn's thinking first). The newest turn is always kept (every adapter protects at least
+one): a request needs one.
 
 Kept turns render back exactly. The way back regroups turns by source message and repairs what
 removal can break: an assistant message left first gets a short user note before it (a summary
@@ -34,14 +35,15 @@ import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Unpack
 
 from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
 from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
 from .._estimators import estimator_for
-from .._pipeline import CompactionResult, Job, OnSummaryError, arun, resolve_budget, run, start
-from .._session import HistoryFormat, given, reply_allowance, server_held
+from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
+from .._policy import PolicyKeywords, PolicyOptions
 from ..fulfil import AnySummarizer, SummaryCache
 from ._codec import (
     DEFAULT_MODEL,
@@ -180,9 +182,8 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 
 def _job(prepared: _Prepared, *, budget: int | CompactionBudget, summarizer: object | None,
          policy: CompactionPolicy | None, pin: PinSpec, keep_recent: int,
-         keep_recent_results: int, on_summary_error: OnSummaryError,
-         summary_role: str) -> Job:
-    conv = _conversion(prepared.request, prepared.parts, pin, summary_role)
+         options: PolicyOptions, summary_role: str) -> Job:
+    conv = _conversion(prepared.request, prepared.parts, pin, summary_role, options.keep_task)
 
     def begin(extra: int) -> Job:
         return start(
@@ -193,8 +194,7 @@ def _job(prepared: _Prepared, *, budget: int | CompactionBudget, summarizer: obj
             estimator=prepared.estimator,
             overhead=prepared.overhead + extra,
             result_fields=lambda rendered: {"system": rendered[0], "messages": rendered[1]},
-            keep_recent_results=keep_recent_results,
-            on_summary_error=on_summary_error,
+            options=options,
             stub_pad=prepared.stub_pad,
             measure=prepared.measure,
         )
@@ -240,7 +240,7 @@ def count_tokens(
     prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
     if client is not None:
         return _exact(client, _count_body(prepared.request, model, thinking))
-    return sum(part.tokens for part in prepared.parts) + prepared.overhead
+    return prepared.measure((prepared.request.system, prepared.request.messages))
 
 
 async def acount_tokens(
@@ -258,7 +258,7 @@ async def acount_tokens(
     prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
     if client is not None:
         return await _aexact(client, _count_body(prepared.request, model, thinking))
-    return sum(part.tokens for part in prepared.parts) + prepared.overhead
+    return prepared.measure((prepared.request.system, prepared.request.messages))
 
 
 def plan(
@@ -273,12 +273,11 @@ def plan(
     thinking: Mapping[str, Any] | None = None,
     pin: PinSpec = None,
     keep_recent: int = 4,
-    keep_recent_results: int = 2,
-    on_summary_error: OnSummaryError = "raise",
     estimator: TokenEstimator | None = None,
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    **options: Unpack[PolicyKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
@@ -297,8 +296,8 @@ def plan(
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(_exact(exact_count, body))
     return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
-                keep_recent=keep_recent, keep_recent_results=keep_recent_results,
-                on_summary_error=on_summary_error, summary_role=summary_role)
+                keep_recent=keep_recent, options=PolicyOptions.of(options),
+                summary_role=summary_role)
 
 
 async def aplan(
@@ -313,12 +312,11 @@ async def aplan(
     thinking: Mapping[str, Any] | None = None,
     pin: PinSpec = None,
     keep_recent: int = 4,
-    keep_recent_results: int = 2,
-    on_summary_error: OnSummaryError = "raise",
     estimator: TokenEstimator | None = None,
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    **options: Unpack[PolicyKeywords],
 ) -> Job:
     """``plan``, awaiting the exact count of an ``AsyncAnthropic`` client (a sync one works)."""
     prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
@@ -326,8 +324,8 @@ async def aplan(
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(await _aexact(exact_count, body))
     return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
-                keep_recent=keep_recent, keep_recent_results=keep_recent_results,
-                on_summary_error=on_summary_error, summary_role=summary_role)
+                keep_recent=keep_recent, options=PolicyOptions.of(options),
+                summary_role=summary_role)
 
 
 def compact(
@@ -399,13 +397,14 @@ FORMAT = HistoryFormat(
     name="anthropic-messages",
     list_key="messages",
     side_key="system",
-    to_transcript=lambda items, side, estimator, pin: to_transcript(
-        items, system=given(side), estimator=estimator, pin=pin),
+    to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
+        items, system=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,
     overhead=_overhead,
     output_allowance=reply_allowance("max_tokens"),
     unsupported=_unsupported,
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
+    safety_margin=0.05,
 )
 """How Messages requests carry their history (for sessions and the client wrapper)."""

@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator
 
@@ -30,16 +30,9 @@ from .._conversion import (
     to_plain,
 )
 from .._estimators import chosen_estimator
-from .._pipeline import (
-    CompactionResult,
-    Job,
-    OnSummaryError,
-    arun,
-    resolve_budget,
-    run,
-    start,
-)
-from .._session import HistoryFormat, given, reply_allowance
+from .._format import HistoryFormat, given, reply_allowance
+from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
+from .._policy import PolicyKeywords, PolicyOptions
 from ..fulfil import AnySummarizer, SummaryCache
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
@@ -90,6 +83,9 @@ class ChatCodec:
         payload = copy_plain(part.payload)
         payload["content"] = stub
         return payload
+
+    def body(self, part: Part) -> Any:
+        return part.payload.get("content")
 
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
@@ -246,11 +242,15 @@ def to_transcript(
     estimator: TokenEstimator | None = None,
     pin: PinSpec = None,
     summary_role: str = "user",
+    keep_task: bool = False,
 ) -> Conversion[list[dict[str, Any]]]:
-    """Convert a Chat Completions history (dicts or SDK objects); validates it on the way."""
+    """Convert a Chat Completions history (dicts or SDK objects); validates it on the way.
+
+    ``keep_task`` pins the first user message (as ``compact`` does by default).
+    """
     plain = _plain_messages(messages)
     parts = _parts(plain, chosen_estimator(estimator, model))
-    return convert(ChatCodec(summary_role), parts, plain, pin)
+    return convert(ChatCodec(summary_role), parts, plain, pin, keep_task)
 
 
 def validate(messages: Sequence[Any]) -> None:
@@ -294,14 +294,20 @@ def plan(
     tools: Sequence[Mapping[str, Any]] | None = None,
     pin: PinSpec = None,
     keep_recent: int = 4,
-    keep_recent_results: int = 2,
-    on_summary_error: OnSummaryError = "raise",
     estimator: TokenEstimator | None = None,
     summary_role: str = "user",
+    **options: Unpack[PolicyKeywords],
 ) -> Job:
-    """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result."""
+    """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
+
+    ``options`` are the policy settings of ``PolicyOptions`` (``keep_task``,
+    ``keep_user_turns``, ``digest_tokens``, ``max_result_tokens``, ``on_summary_error``,
+    ``strict``, ...).
+    """
+    settings = PolicyOptions.of(options)
     counter = chosen_estimator(estimator, model)
-    conv = to_transcript(messages, estimator=counter, pin=pin, summary_role=summary_role)
+    conv = to_transcript(messages, estimator=counter, pin=pin, summary_role=summary_role,
+                         keep_task=settings.keep_task)
     overhead = overhead_tokens(tools, counter)
     return start(
         conv,
@@ -311,8 +317,7 @@ def plan(
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"messages": rendered},
-        keep_recent_results=keep_recent_results,
-        on_summary_error=on_summary_error,
+        options=settings,
         **_planning(conv, counter, overhead),
     )
 
@@ -364,8 +369,8 @@ FORMAT = HistoryFormat(
     name="openai-chat",
     list_key="messages",
     side_key=None,
-    to_transcript=lambda items, _side, estimator, pin: to_transcript(
-        items, estimator=estimator, pin=pin),
+    to_transcript=lambda items, _side, estimator, pin, keep_task: to_transcript(
+        items, estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: (None, rendered),
     overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
     output_allowance=reply_allowance("max_completion_tokens", "max_tokens"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, Unpack
 
 from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
@@ -32,16 +32,9 @@ from .._conversion import (
     to_plain,
 )
 from .._estimators import chosen_estimator
-from .._pipeline import (
-    CompactionResult,
-    Job,
-    OnSummaryError,
-    arun,
-    resolve_budget,
-    run,
-    start,
-)
-from .._session import HistoryFormat, given, reply_allowance, server_held
+from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
+from .._policy import PolicyKeywords, PolicyOptions
 from ..fulfil import AnySummarizer, SummaryCache
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
@@ -154,6 +147,9 @@ class ResponsesCodec:
             raise invalid(_NOUN, part.index, "type", "unmaskable_item",
                           f"a {part.kind} item has no body a stub can replace")
         return payload
+
+    def body(self, part: Part) -> Any:
+        return part.payload.get(_MASK_FIELDS.get(part.kind, "content"))
 
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
@@ -447,16 +443,17 @@ def to_transcript(
     estimator: TokenEstimator | None = None,
     pin: PinSpec = None,
     summary_role: str = "user",
+    keep_task: bool = False,
 ) -> Conversion[Rendered]:
     """Convert a Responses request's ``input`` (a string, or items as dicts or SDK objects).
 
     Validates it on the way; ``render`` gives back ``(instructions, input)``. ``pin`` names
-    items by their index in ``input``.
+    items by their index in ``input``; ``keep_task`` pins the first user message too.
     """
     plain, text = _plain_input(input_items)
     counter = counter_for(chosen_estimator(estimator, model), model)
     parts = _parts(plain, _checked_instructions(instructions), counter, text=text)
-    return convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin)
+    return convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task)
 
 
 class _Zero:
@@ -502,19 +499,20 @@ def plan(
     tools: Sequence[Any] | None = None,
     pin: PinSpec = None,
     keep_recent: int = 4,
-    keep_recent_results: int = 2,
-    on_summary_error: OnSummaryError = "raise",
     estimator: TokenEstimator | None = None,
     summary_role: str = "user",
+    **options: Unpack[PolicyKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
-    instructions are a turn of the transcript, so they count there).
+    instructions are a turn of the transcript, so they count there). ``options``: the policy
+    settings of ``PolicyOptions``.
     """
+    settings = PolicyOptions.of(options)
     counter = chosen_estimator(estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
-                         pin=pin, summary_role=summary_role)
+                         pin=pin, summary_role=summary_role, keep_task=settings.keep_task)
     overhead = overhead_tokens(tools, counter, model)
     return start(
         conv,
@@ -524,8 +522,7 @@ def plan(
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        keep_recent_results=keep_recent_results,
-        on_summary_error=on_summary_error,
+        options=settings,
         **_planning(conv, counter_for(counter, model), overhead),
     )
 
@@ -598,13 +595,14 @@ FORMAT = HistoryFormat(
     name="openai-responses",
     list_key="input",
     side_key="instructions",
-    to_transcript=lambda items, side, estimator, pin: to_transcript(
-        items, instructions=given(side), estimator=estimator, pin=pin),
+    to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
+        items, instructions=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,
     overhead=lambda request, estimator: overhead_tokens(
         given(request.get("tools")), estimator, given(request.get("model"))),
     output_allowance=reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
+    safety_margin=0.02,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""

@@ -1,0 +1,74 @@
+"""The one description of a provider format that sessions, wrappers and the CLI read.
+
+Each format module (``openai.chat``, ``openai.responses``, ``anthropic.messages``) fills in a
+``HistoryFormat``: where a request keeps its history, how to convert and render it, and what the
+request spends outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cutctx import TokenEstimator
+
+from ._conversion import Conversion, PinSpec
+from ._estimators import estimator_for
+
+__all__ = ["HistoryFormat", "given", "reply_allowance", "server_held"]
+
+
+def given(value: Any) -> Any:
+    """``value``, or None for the SDKs' "not given" sentinels (``NOT_GIVEN``, ``omit``)."""
+    return None if type(value).__name__ in ("NotGiven", "Omit") else value
+
+
+def server_held(field: str) -> str:
+    """The ``not_possible`` reason for a request whose ``field`` continues a history the
+    provider holds: only the new items are sent, so there is nothing here to compact."""
+    return (f"the request continues a server-held history ({field}); only the server can "
+            "compact it")
+
+
+def reply_allowance(*keys: str) -> Callable[[Mapping[str, Any]], int | None]:
+    """A format's ``output_allowance``: the first of ``keys`` the request sets to an int."""
+
+    def allowance(request: Mapping[str, Any]) -> int | None:
+        for key in keys:
+            value = given(request.get(key))
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    return allowance
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFormat:
+    """How a request of one API carries its history: what a session needs from a format."""
+
+    name: str
+    list_key: str
+    """The request field holding the list that grows by appending (messages, input)."""
+    side_key: str | None
+    """A request field converted with it (system, instructions), or None."""
+    to_transcript: Callable[[Any, Any, TokenEstimator, PinSpec, bool], Conversion[Any]]
+    """(items, side value, estimator, pin, keep_task) -> Conversion."""
+    split: Callable[[Any], tuple[Any, list[dict[str, Any]]]]
+    """Rendered output -> (side value, items)."""
+    overhead: Callable[[Mapping[str, Any], TokenEstimator], int]
+    """Prompt tokens outside the history: tool definitions, priming."""
+    output_allowance: Callable[[Mapping[str, Any]], int | None]
+    """Tokens the request reserves for the reply, if it says."""
+    unsupported: Callable[[Mapping[str, Any]], str | None] = lambda request: None
+    """Why a request's history cannot be compacted here (server-held history), or None."""
+    estimator_for: Callable[[str | None], TokenEstimator] = estimator_for
+    """The text estimator for a model (Anthropic: tiktoken, calibrated inside the format)."""
+    planning: Callable[[Conversion[Any], TokenEstimator, int], Mapping[str, Any]] = (
+        lambda conv, estimator, overhead: {})
+    """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
+    ``plan`` passes them, so a session plans exactly like the functional API."""
+    safety_margin: float = 0.0
+    """Share of the prompt budget a session's default trigger leaves free for estimate error:
+    0 where counts are exact (Chat Completions), more where they are estimates."""

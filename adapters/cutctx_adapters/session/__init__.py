@@ -1,0 +1,6 @@
+"""Sticky compaction sessions: the same view for the same history, whichever worker sees it."""
+
+from ._reports import CallReport, Decision, Prepared
+from ._session import CompactionSession
+
+__all__ = ["CallReport", "CompactionSession", "Decision", "Prepared"]

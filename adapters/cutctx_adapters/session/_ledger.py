@@ -1,0 +1,91 @@
+"""What earlier compaction events decided, carried forward so later ones never undo it.
+
+A session's decisions are final for the life of a history: a masked, clipped or deduplicated turn
+keeps its stub, a dropped turn stays dropped, a summary stands for its span. The ledger is simply
+the view the last event left (its turns) and how much of the history it covers; the history as
+seen now is that view followed by the turns appended since (``project``). Planning over that
+projection — never over rendered stubs taken back as content — is what keeps stubs from being
+masked again and keeps their figures naming the original.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cutctx import Transcript, TranscriptTurn
+
+from .._conversion import KIND_KEY, Conversion, Part
+
+__all__ = ["EMPTY", "Ledger", "closed_boundaries", "project"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The view after the last compaction event, and the prefix of the history it covers."""
+
+    view: tuple[TranscriptTurn, ...]
+    covered_items: int
+    """Items (messages) of the caller's history the view stands for."""
+    covered_turns: int
+    """Turns of the history's conversion the view stands for (a message may be several)."""
+    tokens: int
+    """Prompt tokens of the view as rendered at that event (overhead included)."""
+
+    @property
+    def empty(self) -> bool:
+        """No event has happened: the view is the history itself."""
+        return not self.covered_items
+
+
+EMPTY = Ledger((), 0, 0, 0)
+
+
+def project(conv: Conversion[Any], ledger: Ledger) -> Conversion[Any]:
+    """``conv`` (a conversion of the whole history) as earlier events left it.
+
+    Turns the ledger kept are refreshed from ``conv`` (their exchange and pin are those of the
+    history as it is now); turns it replaced keep their body; summaries stay as they are.
+    """
+    if ledger.empty:
+        return conv
+    turns = conv.transcript.turns
+    current = {turn.turn_id: turn for turn in turns[:ledger.covered_turns]}
+    head: list[TranscriptTurn] = []
+    for turn in ledger.view:
+        now = current.get(turn.turn_id)
+        if now is None:  # a summary: no turn of the history stands behind it
+            head.append(turn)
+        elif KIND_KEY not in turn.metadata:
+            head.append(now)
+        elif (now.tool_call_id, now.pinned) == (turn.tool_call_id, turn.pinned):
+            head.append(turn)
+        else:
+            head.append(replace(turn, tool_call_id=now.tool_call_id, pinned=now.pinned))
+    projected = Transcript((*head, *turns[ledger.covered_turns:]))
+    return replace(conv, transcript=projected)
+
+
+def closed_boundaries(conv: Conversion[Any]) -> list[tuple[int, int]]:
+    """Where the history could end as a request: ``(items, turns)`` after each item that leaves
+    no tool call unanswered, in order. Derived from the history alone, so every process that
+    sees it finds the same points."""
+    parts = [conv.parts[turn.turn_id] for turn in conv.transcript.turns]
+    out: list[tuple[int, int]] = []
+    open_calls = 0
+    for position, part in enumerate(parts):
+        open_calls += len(part.calls) - len(part.answers)
+        if part.index < 0:
+            continue  # a side turn (system, instructions): before every item
+        last_of_item = position + 1 == len(parts) or parts[position + 1].index != part.index
+        if last_of_item and open_calls == 0:
+            out.append((part.index + 1, position + 1))
+    return out
+
+
+def turns_before(parts: Sequence[Part], items: int) -> int:
+    """How many of ``parts`` (in order) come from the first ``items`` items."""
+    indexes = [part.index for part in parts]
+    return bisect_left(indexes, items)

@@ -1,0 +1,419 @@
+"""Sticky compaction: a history that only grows keeps the view its earlier compactions made.
+
+Agents resend their whole history on every call, and providers serve the part of a request that
+repeats the previous one from their prompt cache. So the view sent changes only at compaction
+events, and where those happen is derived from the history itself: at every point where it could
+end as a request (no tool call left open), the view so far plus what was appended is measured, and
+over the trigger it is compacted down to the target. Every process that sees the same history (and
+settings) therefore sends the same bytes, whichever earlier calls it happened to see; remembered
+state only saves the work. Decisions are final: a stub is never masked again, a dropped turn never
+comes back. State is keyed by content, bounded, and safe under threads and asyncio.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cutctx import (
+    BudgetUnsatisfiable,
+    CompactionPolicy,
+    TokenEstimator,
+    ValidationError,
+)
+
+from .._canonical_key import content_key
+from .._conversion import Conversion, PinSpec, copy_plain, to_plain
+from .._format import HistoryFormat, given
+from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
+from .._pipeline import arun as _arun
+from .._pipeline import run as _run
+from .._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions, choose_policy
+from .._windows import prompt_budget
+from ..fulfil import AnySummarizer
+from ..stores import MemoryStore, Store
+from ._known import Known, KnownHistories, chain_keys, text_size
+from ._ledger import EMPTY, Ledger, closed_boundaries, project
+from ._reports import CallReport, Decision, Prepared
+from ._settings import check_settings, fraction_or_tokens
+from ._summaries import SharedSummaries
+
+__all__ = ["CompactionSession"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One request, read and converted, before any compaction event."""
+
+    request: dict[str, Any]
+    model: str | None
+    items: list[dict[str, Any]]
+    side: Any
+    conv: Conversion[Any]
+    estimator: TokenEstimator
+    overhead: int
+    budget: int
+    trigger: int
+    target: int
+    chain: list[str]
+    known: Known | None
+    known_items: int
+    """Items of the history the known state answered (0 when none was found)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Walked:
+    """The ledger after walking a call's history, and what its events did."""
+
+    ledger: Ledger
+    events: int
+    last: CompactionResult | None
+    replacements: tuple[Replacement, ...]
+    over: int = 0
+    """Tokens of the view at the last event, when it passed the trigger."""
+    tokens: int = 0
+    """Prompt tokens of the view for the whole history: measured at the last event, plus the
+    estimates of the turns appended since (the figure every trigger check used)."""
+
+
+@dataclass
+class CompactionSession:
+    """Compacts requests of one format, with hysteresis and (by default) sticky views.
+
+    Budget = the model's context window − the reply allowance. Nothing happens while a request
+    fits under ``trigger`` (default: the budget, less the format's margin for estimate error);
+    over it, compaction goes down to ``target`` (a fraction of the budget, or tokens). The policy
+    settings (``keep_task``, ``keep_user_turns``, ``digest_tokens``, ``max_result_tokens``,
+    ``strict``, ...) are those of ``compact`` (see ``PolicyOptions``).
+    """
+
+    format: HistoryFormat
+    model: str | None = None
+    window: int | None = None
+    windows: Mapping[str, int] | None = None
+    trigger: float | int | None = None
+    target: float | int = 0.6
+    reserve: int = 4096
+    policy: CompactionPolicy | None = None
+    summarizer: AnySummarizer | None = None
+    keep_recent: int = 4
+    keep_recent_results: int = 2
+    pin: PinSpec = None
+    on_summary_error: OnSummaryError = "raise"
+    estimator: TokenEstimator | None = None
+    sticky: bool = True
+    max_views: int = 64
+    max_view_bytes: int = 64 * 1024 * 1024
+    summary_cache_size: int = 1024
+    keep_task: bool = True
+    keep_user_turns: bool = True
+    digest_tokens: int = DEFAULT_DIGEST_TOKENS
+    max_result_tokens: int | None = None
+    max_result_share: float = 0.25
+    strict: bool = False
+    store: Store | None = None
+    """Where summaries are kept and claimed: by default this session's own ``MemoryStore``;
+    share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
+    summary_timeout: float = 120.0
+    """Seconds to wait for a summary another session (or worker) is producing."""
+    _options: PolicyOptions = field(init=False, repr=False)
+    _known: KnownHistories = field(init=False, repr=False)
+    _summaries: SharedSummaries = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        self._options = PolicyOptions(
+            keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
+            keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
+            max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
+            on_summary_error=self.on_summary_error, strict=self.strict)
+        self._known = KnownHistories(self.max_views, self.max_view_bytes)
+        store = self.store if self.store is not None else MemoryStore(
+            max_entries=max(1, self.summary_cache_size))
+        self._summaries = SharedSummaries(store, self.summary_timeout)
+        choose_policy(self.policy, self.summarizer)  # refuse a bad policy now, not mid-call
+
+    @property
+    def stored_views(self) -> int:
+        """How many compacted views the session holds."""
+        return len(self._known)
+
+    # --- the two entry points: the same steps, awaited or not ---------------------------------
+
+    def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
+        """The request to send (history compacted if needed) and its report."""
+        call = self._read({**(request or {}), **fields})
+        if isinstance(call, Prepared):
+            return call
+        summarizer = None if self.summarizer is None else self._summaries.sync(self.summarizer)
+        steps = self._walk(call)
+        try:
+            job = next(steps)
+            while True:
+                job = steps.send(_run(job, summarizer))
+        except StopIteration as done:
+            walked: _Walked = done.value
+        extra = self._over_budget_job(call, walked)
+        return self._prepared(call, walked, None if extra is None else _run(extra, summarizer))
+
+    async def aprepare(self, request: Mapping[str, Any] | None = None,
+                       **fields: Any) -> Prepared:
+        """``prepare`` with an async summarizer (summaries requested concurrently)."""
+        call = self._read({**(request or {}), **fields})
+        if isinstance(call, Prepared):
+            return call
+        summarizer = (None if self.summarizer is None
+                      else self._summaries.asynchronous(self.summarizer))
+        steps = self._walk(call)
+        try:
+            job = next(steps)
+            while True:
+                job = steps.send(await _arun(job, summarizer))
+        except StopIteration as done:
+            walked: _Walked = done.value
+        extra = self._over_budget_job(call, walked)
+        result = None if extra is None else await _arun(extra, summarizer)
+        return self._prepared(call, walked, result)
+
+    # --- reading a request -------------------------------------------------------------------
+
+    def _read(self, request: dict[str, Any]) -> _Call | Prepared:
+        fmt = self.format
+        model = request.get("model", self.model)
+        model = given(model)
+        if model is not None and not isinstance(model, str):
+            raise ValidationError("model must be a str", {"field": "model"})
+        why_not = fmt.unsupported(request)
+        if why_not is not None or fmt.list_key not in request:
+            reason = why_not or f"the request has no {fmt.list_key!r}"
+            return Prepared(request, CallReport("not_possible", reason, fmt.name, model))
+        estimator = self.estimator or fmt.estimator_for(model)
+        raw = request[fmt.list_key]
+        if isinstance(raw, Iterator):
+            # The SDKs take any iterable; a generator can be read only once, so read it here
+            # and send what was read (it was the request's own dict, never the caller's).
+            raw = request[fmt.list_key] = list(raw)
+        side = given(request.get(fmt.side_key)) if fmt.side_key else None
+        if isinstance(raw, str):
+            items: list[dict[str, Any]] = []
+            conv = fmt.to_transcript(raw, side, estimator, self._pins_for(1), self.keep_task)
+        else:
+            if raw is None or isinstance(raw, bytes | Mapping) or not isinstance(raw, Sequence):
+                raise ValidationError(f"{fmt.list_key} must be a list",
+                                      {"field": fmt.list_key, "rule": "list_type"})
+            items = [to_plain(item, where=f"{fmt.list_key}[{i}]", index=i)
+                     for i, item in enumerate(raw)]
+            conv = fmt.to_transcript(items, side, estimator, self._pins_for(len(items)),
+                                     self.keep_task)
+        overhead = fmt.overhead(request, estimator)
+        budget = self._budget(request, model)
+        trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
+                   else fraction_or_tokens(self.trigger, budget, "trigger"))
+        target = min(fraction_or_tokens(self.target, budget, "target"), trigger)
+        chain: list[str] = []
+        found = None
+        if self.sticky and items:
+            seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
+                                overhead])
+            chain = chain_keys(items, seed)
+            found = self._known.longest_prefix(chain)
+        return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
+                     target, chain, None if found is None else found[1],
+                     0 if found is None else found[0])
+
+    def _pins_for(self, count: int) -> PinSpec:
+        """Index pins as they apply to a history of ``count`` items: a session sees its history
+        grow, so an index it does not reach yet pins nothing (instead of being an error)."""
+        if self.pin is None or callable(self.pin):
+            return self.pin
+        return [index for index in self.pin
+                if isinstance(index, int) and not isinstance(index, bool)
+                and -count <= index < count]
+
+    def _budget(self, request: Mapping[str, Any], model: str | None) -> int:
+        allowance = self.format.output_allowance(request)
+        budget = prompt_budget(model, self.reserve if allowance is None else allowance,
+                               window=self.window, overrides=self.windows)
+        if budget is None:
+            raise ValidationError(
+                f"unknown context window for model {model!r}: pass window= (or windows=)",
+                {"model": model, "field": "window"})
+        return budget
+
+    # --- the walk: compaction events where the history itself says ---------------------------
+
+    def _walk(self, call: _Call) -> Generator[Job, CompactionResult, _Walked]:
+        """Measure the view at every point the history could end; compact where it is over the
+        trigger. Resumes after the known state's history: points before it were walked then."""
+        ledger = call.known.ledger if call.known is not None else EMPTY
+        turns = call.conv.transcript.turns
+        sums = [0, *itertools.accumulate(turn.token_estimate for turn in turns)]
+        points = closed_boundaries(call.conv)
+        if not self.sticky:
+            points = points[-1:]
+        events, last, over = 0, None, 0
+        replaced: list[Replacement] = []
+        for items, count in points:
+            if items <= call.known_items:
+                continue
+            base = call.overhead if ledger.empty else ledger.tokens
+            total = base + sums[count] - sums[ledger.covered_turns]
+            if total <= call.trigger:
+                continue
+            conv = self._prefix(call, items)
+            if conv is None:
+                continue
+            try:
+                job = self._event(conv, ledger, call)
+            except BudgetUnsatisfiable:
+                if items == len(call.items) or not call.items:
+                    raise
+                continue  # at an earlier point only: later points may still fit
+            result = yield job
+            tokens = (result.measured_tokens if result.measured_tokens is not None
+                      else result.tokens_after)
+            ledger = Ledger(result.view.turns, items, count, tokens)
+            events, last, over = events + 1, result, total
+            replaced.extend(result.replacements)
+        base = call.overhead if ledger.empty else ledger.tokens
+        tokens = base + sums[-1] - sums[ledger.covered_turns]
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens)
+
+    def _prefix(self, call: _Call, items: int) -> Conversion[Any] | None:
+        """The history as it was after ``items`` items (None if that was not a valid request)."""
+        if items >= len(call.items):
+            return call.conv
+        try:
+            return self.format.to_transcript(call.items[:items], call.side, call.estimator,
+                                             self._pins_for(items), self.keep_task)
+        except ValidationError:
+            return None
+
+    def _event(self, conv: Conversion[Any], ledger: Ledger, call: _Call) -> Job:
+        """Plan one compaction event over the history as earlier events left it: toward the
+        target, or the whole budget when the protected turns alone exceed the target."""
+        projected = project(conv, ledger)
+        try:
+            return self._start(projected, call.target, call, strict=True)
+        except BudgetUnsatisfiable:
+            return self._start(projected, call.budget, call, strict=self.strict)
+
+    def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
+        options = self._options if strict == self.strict else PolicyOptions(
+            **{**{name: getattr(self._options, name)
+                  for name in PolicyOptions.__dataclass_fields__}, "strict": strict})
+        planning = {"estimator": call.estimator,
+                    **self.format.planning(conv, call.estimator, call.overhead)}
+        return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
+                     policy=self.policy, summarizer=self.summarizer, overhead=call.overhead,
+                     result_fields=lambda rendered: {}, options=options, **planning)
+
+    # --- what is sent -------------------------------------------------------------------------
+
+    def _over_budget_job(self, call: _Call, walked: _Walked) -> Job | None:
+        """A one-off compaction of this call alone when what the walk left measures over the
+        budget (estimates of appended turns ran short); it is not remembered, so the view
+        every process derives from the history stays the same."""
+        view = self._view(call, walked)
+        if view[1] <= call.budget or (walked.last is not None and walked.ledger.covered_items \
+                == len(call.items)):
+            return None
+        try:
+            return self._start(project(call.conv, walked.ledger), call.budget, call,
+                               strict=self.strict)
+        except BudgetUnsatisfiable:
+            return None
+
+    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int]:
+        """The rendering of the walked view and its prompt tokens (as the walk counted them)."""
+        ledger, last = walked.ledger, walked.last
+        if last is not None and ledger.covered_items == len(call.items) and call.items:
+            return last.rendered, walked.tokens
+        projected = project(call.conv, ledger)
+        return projected.render(projected.transcript), walked.tokens
+
+    def _prepared(self, call: _Call, walked: _Walked,
+                  one_off: CompactionResult | None) -> Prepared:
+        fmt = self.format
+        rendered, tokens = self._view(call, walked)
+        if one_off is not None:
+            rendered = one_off.rendered
+            tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
+                      else one_off.tokens_after)
+        side, items = fmt.split(rendered)
+        sent = _as_before(call.known.sent if call.known is not None else (), items)
+        if call.chain and not walked.ledger.empty:
+            known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
+            supersedes = call.chain[call.known_items - 1] if call.known_items else None
+            self._known.put(call.chain[-1], known, supersedes)
+        request = self._with(call.request, copy_plain(side), copy_plain(list(sent)))
+        decision, reason = self._decision(call, walked, tokens)
+        last = one_off or walked.last
+        report = CallReport(
+            decision, reason, fmt.name, call.model, call.budget, call.trigger, call.target,
+            call.conv.transcript.token_estimate() + call.overhead, tokens,
+            _common_prefix(call.known.sent if call.known is not None else None, sent),
+            None if last is None else last.report,
+            last is not None and last.summarization_fallback, walked.events + bool(one_off),
+            call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
+            walked.replacements + (one_off.replacements if one_off is not None else ()),
+            tokens > call.budget)
+        return Prepared(request, report)
+
+    def _decision(self, call: _Call, walked: _Walked, tokens: int) -> tuple[Decision, str]:
+        known = call.known
+        appended = len(call.items) - call.known_items
+        if known is None:
+            seen = "no earlier view of this history"
+        elif appended:
+            seen = f"history extends a known one by {appended} item(s)"
+        else:
+            seen = "same history as a known one"
+        if walked.events:
+            before = known is not None and not known.ledger.empty
+            decision: Decision = "recompacted" if before else "compacted"
+            goal = walked.last.prompt_budget if walked.last else call.target
+            return decision, (f"{seen}; {walked.over} tokens > trigger {call.trigger}, "
+                              f"compacted toward {goal} ({walked.events} event(s)); "
+                              f"{tokens} tokens sent")
+        if known is None:
+            return "unchanged", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
+        return ("appended" if appended else "reused"), (
+            f"{seen}; earlier view reused; {tokens} tokens <= trigger {call.trigger}")
+
+    def _with(self, request: Mapping[str, Any], side: Any, items: Any) -> dict[str, Any]:
+        out = dict(request)
+        out[self.format.list_key] = items
+        key = self.format.side_key
+        # A "not given" sentinel stays as given (the SDK omits it); never replaced by None.
+        if key is not None and (side is not None or given(request.get(key)) is not None):
+            out[key] = side
+        return out
+
+
+def walked_texts(ledger: Ledger) -> list[str]:
+    """The texts a ledger holds (for the memory bound)."""
+    return [turn.content for turn in ledger.view]
+
+
+def _as_before(before: Sequence[dict[str, Any]], items: Sequence[dict[str, Any]]
+               ) -> tuple[dict[str, Any], ...]:
+    """``items``, each equal to the item sent before at its position being that very item: the
+    same content sent the same way (key order included) whatever objects carried it this time."""
+    return tuple(old if old == new else new
+                 for old, new in itertools.zip_longest(before[:len(items)], items))
+
+
+def _common_prefix(before: Sequence[dict[str, Any]] | None, after: Sequence[dict[str, Any]]
+                   ) -> int:
+    """Leading items of ``after`` equal to those of ``before`` (the previous view sent)."""
+    if before is None:
+        return 0
+    count = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count

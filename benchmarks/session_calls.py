@@ -1,0 +1,115 @@
+"""The per-call cost of a sticky session as the history grows (issue 12: O(appended) calls).
+
+Run from the repository root: ``python benchmarks/session_calls.py [--sizes 500,2000,10000,50000]``.
+For each size, the history is the shared SWE-agent session repeated to that many messages (tool
+ids made unique); a ``CompactionSession`` for gpt-4o (128k window) sees it once, then ``--calls``
+calls that each append one message (a user observation, then an assistant reply, alternating).
+Timed: the median and mean CPU time of those calls, beside a cold tiktoken pass
+(``encode_ordinary`` over every string of every message, once) over the same history, in the
+same run.
+
+Targets: at 10,000 messages a call costs <= 5% of the cold pass; flat: the call at 50,000
+messages within 1.5x of the call at 2,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from _histories import agent_session, seed_tiktoken
+from _timing import strings_of
+
+MODEL = "gpt-4o"
+
+
+def history_of(size: int) -> list[dict[str, Any]]:
+    """The shared session, repeated behind its one system prompt to ``size`` messages, cut at a
+    point where no tool call is left open."""
+    base = agent_session()
+    system, rest = base[0], base[1:]
+    out = [system]
+    round_ = 0
+    while len(out) < size:
+        for message in rest:
+            copy = dict(message)
+            if isinstance(copy.get("tool_calls"), list):
+                copy["tool_calls"] = [{**c, "id": f"{c['id']}_x{round_}"}
+                                      for c in copy["tool_calls"]]
+            if isinstance(copy.get("tool_call_id"), str):
+                copy["tool_call_id"] = f"{copy['tool_call_id']}_x{round_}"
+            out.append(copy)
+        round_ += 1
+    out = out[:size]
+    while out[-1]["role"] != "user" or out[-1].get("tool_call_id"):
+        out.pop()
+    return out
+
+
+def appended(number: int) -> dict[str, Any]:
+    if number % 2:
+        return {"role": "assistant", "content": f"Looking at the next file ({number})."}
+    return {"role": "user", "content": f"Observation {number}: the command ran; nothing printed."}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="500,2000,10000,50000")
+    parser.add_argument("--calls", type=int, default=40)
+    args = parser.parse_args(argv)
+    seed_tiktoken()
+
+    import tiktoken
+
+    from cutctx_adapters.openai import chat
+    from cutctx_adapters.session import CompactionSession
+    from cutctx_adapters.tiktoken import TiktokenEstimator
+
+    rows: list[tuple[int, float, float, float, float]] = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        history = history_of(size)
+        encoding = tiktoken.get_encoding("o200k_base")
+        strings = [s for message in history for s in strings_of(message)]
+        start = time.process_time()
+        for text in strings:
+            encoding.encode_ordinary(text)
+        cold = time.process_time() - start
+        session = CompactionSession(chat.FORMAT, model=MODEL,
+                                    estimator=TiktokenEstimator(MODEL))
+        session.prepare(model=MODEL, messages=history)  # the first sight of it: a full pass
+        times: list[float] = []
+        for number in range(args.calls):
+            history.append(appended(number))
+            gc.collect()
+            start = time.process_time()
+            session.prepare(model=MODEL, messages=history)
+            times.append(time.process_time() - start)
+        median, mean = statistics.median(times), statistics.fmean(times)
+        rows.append((len(history), cold, median, mean, median / cold))
+        print(f"{len(history):>7,} messages: cold tiktoken pass {cold * 1000:9.1f} ms; "
+              f"call median {median * 1000:7.2f} ms, mean {mean * 1000:7.2f} ms "
+              f"({median / cold:.1%} of the cold pass)", flush=True)
+    by_size = {round(size, -2): row for size, *row in [(r[0], *r[1:]) for r in rows]}
+    verdicts: list[tuple[str, bool]] = []
+    ten = next((r for r in rows if 9_000 <= r[0] <= 11_000), None)
+    if ten is not None:
+        verdicts.append((f"a call at 10k messages <= 5% of the cold pass ({ten[4]:.1%})",
+                         ten[4] <= 0.05))
+    small = next((r for r in rows if 1_500 <= r[0] <= 2_500), None)
+    large = next((r for r in rows if r[0] >= 45_000), None)
+    if small is not None and large is not None:
+        ratio = large[2] / small[2]
+        verdicts.append((f"flat: 50k within 1.5x of 2k ({ratio:.2f}x)", ratio <= 1.5))
+    del by_size
+    for name, ok in verdicts:
+        print(f"{'PASS' if ok else 'FAIL':7} {name}")
+    return 0 if all(ok for _, ok in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

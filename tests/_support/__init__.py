@@ -1,0 +1,1 @@
+"""Helpers shared by tests: a real redis-server, and workers for multi-process tests."""

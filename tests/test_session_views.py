@@ -1,0 +1,172 @@
+"""Sessions derive their view from the history alone, and their decisions are final.
+
+* Two sessions that never talk send byte-identical requests for the same history, whichever of
+  its earlier calls each one saw (issue 12: workers behind a load balancer).
+* A stub always names an original's hash, and a turn once masked renders the same bytes on every
+  later call until it is dropped or summarized (issue 15: no re-masking).
+Property tests over agent sessions in all three formats.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cutctx import CharRatioEstimator, SummarizationRequest, TokenEstimator, TranscriptTurn
+from cutctx._canonical import sha256_of
+from cutctx_adapters._format import HistoryFormat
+from cutctx_adapters.anthropic import messages as anthropic_messages
+from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.session import CompactionSession, Prepared
+from cutctx_adapters.tiktoken import TiktokenEstimator
+from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run
+
+WINDOW = 6_000
+_HASH = re.compile(r"sha256:([0-9a-f]{64})")
+
+
+def _chat_results(request: dict[str, Any]) -> dict[str, str]:
+    return {m["tool_call_id"]: json.dumps(m) for m in request["messages"]
+            if m.get("role") == "tool"}
+
+
+def _responses_results(request: dict[str, Any]) -> dict[str, str]:
+    items = request["input"]
+    return {} if isinstance(items, str) else {
+        i["call_id"]: json.dumps(i) for i in items if i.get("type") == "function_call_output"}
+
+
+def _anthropic_results(request: dict[str, Any]) -> dict[str, str]:
+    return {b["tool_use_id"]: json.dumps(b) for m in request["messages"]
+            if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_result"}
+
+
+FORMATS: dict[str, tuple[HistoryFormat, Callable[[int, int], AgentRun],
+                         Callable[[dict[str, Any]], dict[str, str]]]] = {
+    "chat": (chat.FORMAT, chat_run, _chat_results),
+    "responses": (responses.FORMAT, responses_run, _responses_results),
+    "anthropic": (anthropic_messages.FORMAT, anthropic_run, _anthropic_results),
+}
+
+
+def deterministic_summary(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    return " / ".join(" ".join(turn.content.split()[:3]) for turn in turns)[
+        : request.target_tokens * 3]
+
+
+def make(fmt: HistoryFormat, summarize: bool = False, estimator: TokenEstimator | None = None,
+         **options: Any) -> CompactionSession:
+    return CompactionSession(fmt, model="gpt-4o", window=WINDOW, reserve=0,
+                             estimator=estimator or CharRatioEstimator(),
+                             summarizer=deterministic_summary if summarize else None, **options)
+
+
+@pytest.fixture(params=["chars", "o200k"])
+def estimator(request: pytest.FixtureRequest) -> TokenEstimator:
+    if request.param == "chars":
+        return CharRatioEstimator()
+    request.getfixturevalue("tiktoken_cache")
+    return TiktokenEstimator(encoding="o200k_base")
+
+
+def send(session: CompactionSession, fmt: HistoryFormat, run: AgentRun,
+         items: list[dict[str, Any]]) -> Prepared:
+    request: dict[str, Any] = {"model": "gpt-4o", fmt.list_key: items}
+    if fmt.side_key is not None:
+        request[fmt.side_key] = run.side
+    return session.prepare(request)
+
+
+def body(prepared: Prepared) -> str:
+    return json.dumps(prepared.request, sort_keys=True)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(max_examples=6)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(20, 45), stride=st.integers(2, 7),
+       summarize=st.booleans())
+def test_views_do_not_depend_on_which_calls_a_process_saw(
+        name: str, seed: int, rounds: int, stride: int, summarize: bool) -> None:
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, rounds)
+    calls = run.calls()
+    every, some, last_only = make(fmt, summarize), make(fmt, summarize), make(fmt, summarize)
+    seen_all = [send(every, fmt, run, items) for items in calls]
+    seen_some = [send(some, fmt, run, items) for items in calls[::stride]]
+    assert body(seen_some[-1]) == body(seen_all[(len(calls) - 1) // stride * stride])
+    final_some = send(some, fmt, run, calls[-1])
+    final_cold = send(last_only, fmt, run, calls[-1])
+    assert body(final_some) == body(final_cold) == body(seen_all[-1])
+    assert any(o.report.decision in ("compacted", "recompacted") for o in seen_all)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(max_examples=6, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), rounds=st.integers(20, 45), summarize=st.booleans())
+def test_stubs_name_originals_and_stay_byte_identical_until_removed(
+        name: str, estimator: TokenEstimator, seed: int, rounds: int, summarize: bool) -> None:
+    fmt, build, results_of = FORMATS[name]
+    run = build(seed, rounds)
+    calls = run.calls()
+    full = fmt.to_transcript(run.items, run.side, estimator, None, False)
+    originals = {sha256_of(turn.content) for turn in full.transcript.turns}
+    session = make(fmt, summarize, estimator)
+    final: dict[str, str] = {}
+    clipped: dict[str, str] = {}
+    masked = 0
+    for items in calls:
+        request = send(session, fmt, run, items).request
+        text = json.dumps(request)
+        assert set(_HASH.findall(text)) <= originals
+        for result_id, rendered in results_of(request).items():
+            if result_id in final:
+                assert rendered == final[result_id]  # never masked again
+            elif result_id in clipped and rendered != clipped[result_id]:
+                # a clip may still be masked, and the stub names the same original
+                assert _HASH.findall(rendered)[:1] == _HASH.findall(clipped[result_id])[:1]
+                assert "masked by cutctx" in rendered
+                final[result_id] = rendered
+            elif "masked by cutctx" in rendered or "[duplicate tool result" in rendered:
+                final[result_id] = rendered
+                masked += 1
+            elif "cutctx clipped" in rendered:
+                clipped[result_id] = rendered
+    assert masked > 0
+
+
+def measured(fmt: HistoryFormat, request: dict[str, Any], estimator: TokenEstimator) -> int:
+    """The request's prompt tokens, counted afresh by the format's own counter."""
+    if fmt is chat.FORMAT:
+        return chat.count_tokens(request["messages"], estimator=estimator)
+    if fmt is responses.FORMAT:
+        return responses.count_tokens(request["input"], instructions=request.get("instructions"),
+                                      estimator=estimator)
+    return anthropic_messages.count_tokens(request["messages"], system=request.get("system"),
+                                           estimator=estimator)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(max_examples=8)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(10, 40), window=st.integers(1_500, 5_000),
+       summarize=st.booleans())
+def test_what_is_sent_fits_the_prompt_budget(name: str, seed: int, rounds: int, window: int,
+                                             summarize: bool) -> None:
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, rounds)
+    estimator = CharRatioEstimator()
+    session = CompactionSession(fmt, model="gpt-4o", window=window, reserve=0,
+                                estimator=estimator,
+                                summarizer=deterministic_summary if summarize else None)
+    for items in run.calls():
+        prepared = send(session, fmt, run, items)
+        report = prepared.report
+        assert report.tokens_sent is not None and report.prompt_budget is not None
+        sent = measured(fmt, prepared.request, estimator)
+        assert sent <= report.prompt_budget or report.budget_unmet, (sent, report)
