@@ -175,3 +175,18 @@ def langchain_counter(lc: Any, count: Callable[[str], int]) -> Callable[[list[An
         return total
 
     return counter
+
+
+def start_redis(directory: Path) -> Any | None:
+    """A real ``redis-server`` on a loopback port (the tests' own helper), or None if the
+    server is not installed."""
+    import sys
+
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.append(root)
+    from tests._support.redis_server import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        return None
+    return RedisServer(directory).start()

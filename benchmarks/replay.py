@@ -9,7 +9,9 @@ Strategies: no compaction; LangChain ``trim_messages`` sliding window (optional 
 stateless ``chat.compact`` to the budget on every call; ``CompactingOpenAI`` sticky sessions with
 the defaults (with the offline summarizer ``_histories.FirstSentences``, and without one), with
 0.2.0's trigger/target of 0.9/0.6, and with ``sticky=False``; and N workers (2, 4) taking the
-calls round-robin, each with its own session and no shared state.
+calls round-robin, each with its own session: with no shared state, and sharing a store
+(``SQLiteStore`` on one file, ``RedisStore`` on a real ``redis-server`` started for the run,
+each worker with its own handle as a separate process would have).
 
 Per strategy: requests over the window; errors raised (a request not sent); tokens sent; tokens
 repeating the previous request's prefix (served from a provider's prompt cache); effective cost
@@ -19,7 +21,9 @@ output; requests missing the task (the session's first user message).
 
 Targets: no request over the window and no error at any window; at 8k and 16k the session's
 effective cost <= 0.4x LangChain's; at 32k no more than 0.2.0's 0.28x; 0 bad stubs; 0 requests
-missing the task; N workers without shared state equal the single session (mask/drop).
+missing the task; N workers without shared state equal the single session (mask/drop); N
+workers sharing a store equal the single session with its summarizer (tokens, breaks, summarizer
+calls).
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from _histories import (
@@ -40,6 +47,7 @@ from _histories import (
     load_langchain,
     requests_of,
     seed_tiktoken,
+    start_redis,
 )
 
 MODEL = "gpt-4o"
@@ -162,8 +170,9 @@ def replay_stateless(requests: Iterable[Messages], meter: Meter, budget: int,
 
 def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int, window: int,
                     reserve: int, estimator: Any, summarize: bool = True,
-                    **settings: Any) -> None:
-    """``workers`` wrapped clients (separate sessions, nothing shared) take the calls in turn."""
+                    stores: Callable[[], Any] | None = None, **settings: Any) -> None:
+    """``workers`` wrapped clients (separate sessions) take the calls in turn; each opens its
+    own handle on a shared store when ``stores`` makes them, as separate processes would."""
     from cutctx import CompactionError
     from cutctx_adapters.openai import CompactingOpenAI
     from cutctx_adapters.session import CallReport
@@ -172,7 +181,8 @@ def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int,
     reports: list[CallReport] = []
     clients = [CompactingOpenAI(Recorder(), window=window, reserve=reserve,
                                 summarizer=summarizer, estimator=estimator,
-                                on_compaction=reports.append, **settings)
+                                on_compaction=reports.append,
+                                **settings, **({"store": stores()} if stores else {}))
                for _ in range(workers)]
     for number, messages in enumerate(requests):
         client = clients[number % workers]
@@ -200,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cutctx_adapters.tiktoken import TiktokenEstimator
 
     estimator = TiktokenEstimator(MODEL)
+    scratch = Path(tempfile.mkdtemp(prefix="cutctx-replay-"))
+    REDIS.server = start_redis(scratch)
     session = agent_session()
     requests = requests_of(session)
     conv = chat.to_transcript(session, estimator=estimator)
@@ -242,9 +254,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             replay_wrappers(requests, m, workers=workers, window=window, reserve=reserve,
                             estimator=estimator, summarize=summarize, **settings)
             outcomes.append(m.outcome)
+        for name, workers, stores in shared_stores(scratch, window):
+            m = meter(name)
+            if stores is None:
+                m.outcome.skipped = "skipped (redis-server not installed)"
+            else:
+                replay_wrappers(requests, m, workers=workers, window=window, reserve=reserve,
+                                estimator=estimator, stores=stores)
+            outcomes.append(m.outcome)
         baseline = outcomes[0].cost
         show(outcomes, baseline, window)
-        verdicts.extend(checks(outcomes, window))
+        fixed = message_tokens(session[0], estimator) + message_tokens(task, estimator)
+        verdicts.extend(checks(outcomes, window, floor_cost(outcomes[0], fixed)))
+    if REDIS.server is not None:
+        REDIS.server.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
     names = {True: "PASS", False: "FAIL", None: "skipped"}
     print()
     for name, ok, note in verdicts:
@@ -252,7 +276,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(ok is not False for _, ok, _ in verdicts) else 1
 
 
-def checks(outcomes: Sequence[Outcome], window: int) -> list[tuple[str, bool | None, str]]:
+def floor_cost(nothing: Outcome, fixed: int) -> float:
+    """What no strategy can go below: every appended token sent uncached once (what no
+    compaction leaves uncached), and the system prompt and task (``fixed``) cached on every
+    call."""
+    return (nothing.sent - nothing.cached) + CACHED_PRICE * fixed * nothing.calls
+
+
+def checks(outcomes: Sequence[Outcome], window: int,
+           floor: float) -> list[tuple[str, bool | None, str]]:
     by_name = {out.name: out for out in outcomes}
     session, sliding = by_name["cutctx session (defaults)"], outcomes[1]
     single = by_name["cutctx session, no summarizer"]
@@ -273,8 +305,48 @@ def checks(outcomes: Sequence[Outcome], window: int) -> list[tuple[str, bool | N
     if sliding.skipped is None and window <= 16_384:
         ratio = session.cost / sliding.cost
         out.append((f"{window}: session cost <= 0.4x LangChain's", ratio <= 0.4,
-                    f"{ratio:.2f}x"))
+                    f"{ratio:.2f}x (no strategy can go below {floor / sliding.cost:.2f}x: "
+                    f"appended tokens uncached, system prompt and task cached on every call)"))
+    for name in ("2 workers, SQLiteStore", "4 workers, SQLiteStore", "4 workers, RedisStore"):
+        row = by_name[name]
+        if row.skipped is not None:
+            out.append((f"{window}: {name} equals one session", None, row.skipped))
+            continue
+        same = ((row.sent, row.breaks, row.summarizer_calls)
+                == (session.sent, session.breaks, session.summarizer_calls))
+        out.append((f"{window}: {name} equals one session (tokens, breaks, summaries)", same,
+                    f"{row.sent} / {row.breaks} / {row.summarizer_calls} vs {session.sent} / "
+                    f"{session.breaks} / {session.summarizer_calls}"))
     return out
+
+
+def shared_stores(scratch: Path, window: int) -> list[tuple[str, int, Callable[[], Any] | None]]:
+    """Rows of workers sharing a store: a fresh SQLite file each, and the run's redis-server
+    under a fresh key prefix each."""
+    from cutctx_adapters.stores import RedisStore, SQLiteStore
+
+    def sqlite(workers: int) -> Callable[[], Any]:
+        path = scratch / f"replay-{window}-{workers}.sqlite3"
+        return lambda: SQLiteStore(path)
+
+    def redis(workers: int) -> Callable[[], Any] | None:
+        server = REDIS.server
+        if server is None:
+            return None
+        return lambda: RedisStore(server.client(), prefix=f"replay:{window}:{workers}:")
+
+    return [("2 workers, SQLiteStore", 2, sqlite(2)), ("4 workers, SQLiteStore", 4, sqlite(4)),
+            ("4 workers, RedisStore", 4, redis(4))]
+
+
+@dataclass
+class _Redis:
+    """The redis-server the RedisStore rows share (started once for the run)."""
+
+    server: Any = None
+
+
+REDIS = _Redis()
 
 
 def show(outcomes: Sequence[Outcome], baseline: float, window: int) -> None:

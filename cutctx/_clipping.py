@@ -19,13 +19,14 @@ _SHRINK = 0.85
 _ROUNDS = 24
 
 
-def clip_marker(elided_tokens: int, elided_lines: int, tokens: int, digest: str) -> str:
-    """The line put between a clipped text's head and tail.
+def clip_marker(elided_tokens: int, elided_lines: int, tokens: int, digest: str,
+                subject: str = "tool result") -> str:
+    """The line put between a clipped text's head and tail (``subject``: what was clipped).
 
     >>> clip_marker(1200, 40, 2000, "ab" * 32)[:61]
     '[... cutctx clipped this tool result: 1200 tokens (40 lines) '
     """
-    return (f"[... cutctx clipped this tool result: {elided_tokens} tokens ({elided_lines} lines) "
+    return (f"[... cutctx clipped this {subject}: {elided_tokens} tokens ({elided_lines} lines) "
             f"elided; original: {tokens} tokens, sha256:{digest} ...]")
 
 
@@ -37,6 +38,7 @@ def clip_text(
     *,
     original_tokens: int | None = None,
     original_sha256: str | None = None,
+    subject: str = "tool result",
 ) -> tuple[str, int] | None:
     """``content``'s head and tail around a marker, estimated at <= ``max_tokens``, and that
     estimate; None when no clip fits ``max_tokens`` or none is smaller than ``token_estimate``.
@@ -51,14 +53,15 @@ def clip_text(
     tokens = token_estimate if original_tokens is None else original_tokens
     digest = sha256_of(content) if original_sha256 is None else original_sha256
     lines = content.count("\n") + 1
-    room = max_tokens - estimator.estimate_tokens(clip_marker(tokens, lines, tokens, digest))
+    room = max_tokens - estimator.estimate_tokens(
+        clip_marker(tokens, lines, tokens, digest, subject))
     if room <= 0:
         return None
     per_token = len(content) / max(1, token_estimate)
     head = int(room * HEAD_SHARE * per_token)
     tail = int(room * (1 - HEAD_SHARE) * per_token)
     for _ in range(_ROUNDS):
-        text = _clipped(content, head, tail, per_token, tokens, digest)
+        text = _clipped(content, head, tail, per_token, tokens, digest, subject)
         estimate = estimator.estimate_tokens(text)
         if estimate <= max_tokens:
             return (text, estimate) if estimate < token_estimate else None
@@ -69,12 +72,13 @@ def clip_text(
 
 
 def _clipped(content: str, head: int, tail: int, per_token: float, tokens: int,
-             digest: str) -> str:
+             digest: str, subject: str) -> str:
     start = _head_end(content, head)
     end = max(start, _tail_start(content, tail))
     middle = content[start:end]
     elided = round(len(middle) / per_token) if per_token else 0
-    marker = clip_marker(elided, middle.count("\n") + (1 if middle else 0), tokens, digest)
+    marker = clip_marker(elided, middle.count("\n") + (1 if middle else 0), tokens, digest,
+                         subject)
     before = content[:start]
     if before and not before.endswith("\n"):
         before += "\n"

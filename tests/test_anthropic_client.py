@@ -727,10 +727,23 @@ async def test_async_client_with_an_async_summarizer(route: respx.Route) -> None
     assert SUMMARY_TEXT in json.dumps(sent(route)["messages"])
 
 
-def test_when_even_the_newest_turns_cannot_fit_nothing_is_sent(route: respx.Route) -> None:
+def test_a_newest_message_over_the_window_is_clipped_and_sent(route: respx.Route) -> None:
+    """Never stuck: the paste keeps its head and tail around a marker naming the original."""
+    history = agent_history(3)
+    history[-1]["content"].append({"type": "text", "text": "paste " * 7_000 + "END"})
+    reports: list[Any] = []
+    wrap(sdk(), reports).messages.create(**call(history))
+    sent = json.loads(route.calls.last.request.content)
+    last = json.dumps(sent["messages"][-1])
+    assert "cutctx clipped this message" in last and "END" in last
+    assert reports[-1].protection_relaxed > 0 or reports[-1].replacements
+
+
+def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
+        route: respx.Route) -> None:
     history = agent_history(3)
     history[-1]["content"].append({"type": "text", "text": f"{MARKER} " + "paste " * 7_000})
-    client = wrap(sdk())
+    client = wrap(sdk(), strict=True)
     with pytest.raises(BudgetUnsatisfiable) as caught:
         client.messages.create(**call(history))
     err = caught.value
@@ -745,7 +758,7 @@ async def test_async_budget_and_window_errors_send_nothing(route: respx.Route) -
     history = agent_history(3)
     history[-1]["content"].append({"type": "text", "text": "paste " * 7_000})
     with pytest.raises(BudgetUnsatisfiable):
-        await wrap(async_sdk()).messages.create(**call(history))
+        await wrap(async_sdk(), strict=True).messages.create(**call(history))
     with pytest.raises(cutctx.ValidationError, match="acme-x"):
         await CompactingAnthropic(async_sdk()).messages.create(**call(SMALL, model="acme-x"))
     with pytest.raises(cutctx.ValidationError, match="acme-y"):

@@ -214,20 +214,32 @@ CLIP_FLOOR = 80
 
 
 def must_keep_tokens(scenario: dict[str, Any], estimator: TokenEstimator | None) -> int:
-    """Independently: what no relaxation can give up — system turns, pinned turns, the task
-    (the first user message) and the newest turn with its exchange (a newest tool result can be
-    clipped, so it counts as ``CLIP_FLOOR``)."""
+    """Independently: what no relaxation can give up — system turns, the caller's pinned turns,
+    and the newest turn with its exchange. The task (the first user message) and a newest tool
+    result or user message can be clipped, so each counts as at most ``CLIP_FLOOR``."""
     conv = chat.to_transcript(scenario["messages"], estimator=estimator, pin=scenario["pin"])
     turns = conv.transcript.turns
+    caller_pins = {f"m{i}" for i in pinned_indexes(scenario)}
     task = next((t for t in turns if t.role is Role.USER), None)
     newest = turns[-1]
-    kept = [t for t in turns[:-1] if t.role is Role.SYSTEM or t.pinned or t is task]
-    total = sum(t.token_estimate for t in kept)
-    if newest.role is Role.TOOL and not newest.pinned:
-        total += min(newest.token_estimate, CLIP_FLOOR) + sum(
-            t.token_estimate for t in turns[:-1]
-            if t.tool_call_id == newest.tool_call_id and t.role is not Role.TOOL
-            and t not in kept)
+
+    def clippable(turn: TranscriptTurn) -> bool:
+        return turn.role in (Role.TOOL, Role.USER) and (
+            turn.turn_id not in caller_pins or turn is task)
+
+    total = 0
+    for turn in turns[:-1]:
+        if turn.role is Role.SYSTEM or turn.turn_id in caller_pins:
+            total += turn.token_estimate
+        elif turn is task:
+            total += min(turn.token_estimate, CLIP_FLOOR)
+    if clippable(newest) and (newest.turn_id not in caller_pins or newest is task):
+        total += min(newest.token_estimate, CLIP_FLOOR)
+        if newest.role is Role.TOOL:
+            total += sum(t.token_estimate for t in turns[:-1]
+                         if t.tool_call_id == newest.tool_call_id and t.role is not Role.TOOL
+                         and t.role is not Role.SYSTEM and t.turn_id not in caller_pins
+                         and t is not task)
     else:
         total += newest.token_estimate
     return total
@@ -313,7 +325,7 @@ def test_output_keeps_what_no_policy_may_touch(scenario: dict[str, Any]) -> None
     recent = max(1, scenario["keep_recent"]) - outcome.protection_relaxed
     assert recent >= 1
     protected |= set(range(len(messages) - min(recent, len(messages)), len(messages)))
-    clipped_newest = {r.turn_id for r in outcome.replacements if r.kind == "clipped"}
+    clipped = {r.turn_id for r in outcome.replacements if r.kind == "clipped"}
     # every output message is an original (in order), one with a new body, or a summary
     assert len(outcome.view.turns) == len(out)
     seen: list[int] = []
@@ -324,8 +336,8 @@ def test_output_keeps_what_no_policy_may_touch(scenario: dict[str, Any]) -> None
         index = outcome.conversion.part_for(turn.turn_id).index
         assert _same_or_replaced(messages[index], message, turn)
         if messages[index] != message:
-            assert index not in protected or (
-                index == len(messages) - 1 and turn.turn_id in clipped_newest)
+            assert index not in protected or (  # last resort: the newest, then the task
+                index in (len(messages) - 1, task) and turn.turn_id in clipped)
         seen.append(index)
     assert seen == sorted(set(seen))
     assert protected <= set(seen)
@@ -333,11 +345,14 @@ def test_output_keeps_what_no_policy_may_touch(scenario: dict[str, Any]) -> None
 
 def _same_or_replaced(original: dict[str, Any], message: dict[str, Any],
                       turn: TranscriptTurn) -> bool:
-    """The original message, or a tool message whose content alone the turn's new body took."""
+    """The original message, or a tool message whose content alone the turn's new body took (a
+    user message too, clipped as a last resort)."""
     if original == message:
         return True
-    if original["role"] not in ("tool", "function") or turn.metadata.get(KIND_KEY) not in (
-            "masked", "clipped", "deduplicated"):
+    kind = turn.metadata.get(KIND_KEY)
+    if not ((original["role"] in ("tool", "function")
+            and kind in ("masked", "clipped", "deduplicated"))
+            or (original["role"] == "user" and kind == "clipped")):
         return False
     rest = {k: v for k, v in message.items() if k != "content"}
     return (rest == {k: v for k, v in original.items() if k != "content"}

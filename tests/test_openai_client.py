@@ -545,10 +545,20 @@ async def test_async_client_with_an_async_summarizer(route: respx.Route) -> None
     assert reports[-1].compaction.summary_turn_ids
 
 
-def test_when_even_the_newest_turns_cannot_fit_nothing_is_sent(route: respx.Route) -> None:
+def test_a_newest_message_over_the_window_is_clipped_and_sent(route: respx.Route) -> None:
+    """Never stuck: the paste keeps its head and tail around a marker naming the original."""
+    history = agent_history(3)
+    history[-1] = {"role": "user", "content": "paste " * 7_000 + "END"}
+    wrap(sdk()).chat.completions.create(model=MODEL, messages=history)
+    sent = json.loads(route.calls.last.request.content)["messages"][-1]["content"]
+    assert "cutctx clipped this message" in sent and sent.endswith("END")
+
+
+def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
+        route: respx.Route) -> None:
     history = agent_history(3)
     history[-1] = {"role": "user", "content": f"{MARKER} " + "paste " * 7_000}
-    client = wrap(sdk())
+    client = wrap(sdk(), strict=True)
     with pytest.raises(BudgetUnsatisfiable) as caught:
         client.chat.completions.create(model=MODEL, messages=history)
     err = caught.value
@@ -563,7 +573,8 @@ async def test_async_budget_and_window_errors_send_nothing(route: respx.Route) -
     history = agent_history(3)
     history[-1] = {"role": "user", "content": "paste " * 7_000}
     with pytest.raises(BudgetUnsatisfiable):
-        await wrap(async_sdk()).chat.completions.create(model=MODEL, messages=history)
+        await wrap(async_sdk(), strict=True).chat.completions.create(model=MODEL,
+                                                                     messages=history)
     with pytest.warns(UserWarning), pytest.raises(cutctx.ValidationError, match="acme-x"):
         await CompactingOpenAI(async_sdk()).chat.completions.create(model="acme-x",
                                                                     messages=SMALL)

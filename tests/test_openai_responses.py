@@ -659,11 +659,19 @@ def test_compaction_at_several_budgets_stays_valid(policy: str, fraction: float)
 @pytest.mark.parametrize("budget", [2000, 600, 300, 150])
 def test_the_shared_request_compacts_validly(policy: str, budget: int) -> None:
     keep_task = budget >= 2000  # the request's task alone is ~1,500 tokens
-    if not keep_task:  # kept by default, so a smaller budget is refused by name
+    if not keep_task:  # kept by default: clipped to fit, or refused by name where no clip fits
+        args = {"instructions": REQUEST["instructions"], "tools": REQUEST["tools"],
+                "budget": budget, "keep_recent": 1, **POLICIES[policy]}
+        try:
+            clipped = responses.compact(REQUEST["input"], **args)
+        except BudgetUnsatisfiable as unfit:
+            assert unfit.details["turn_ids"][0] == "i0"
+        else:
+            check_valid(clipped, REQUEST["instructions"])
+            assert "i0" in {r.turn_id for r in clipped.replacements if r.kind == "clipped"}
+            assert clipped.measured_tokens is not None and clipped.measured_tokens <= budget
         with pytest.raises(BudgetUnsatisfiable) as refused:
-            responses.compact(REQUEST["input"], instructions=REQUEST["instructions"],
-                              tools=REQUEST["tools"], budget=budget, keep_recent=1,
-                              **POLICIES[policy])
+            responses.compact(REQUEST["input"], **args, strict=True)
         assert refused.value.details["turn_ids"][0] == "i0"
     result = responses.compact(REQUEST["input"], instructions=REQUEST["instructions"],
                                tools=REQUEST["tools"], budget=budget, keep_recent=1,

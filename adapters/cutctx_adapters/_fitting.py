@@ -2,13 +2,15 @@
 
 ``keep_recent`` is a preference. When the untouchable turns (system, pins, the newest turns)
 alone exceed the budget, the plan is made again protecting fewer recent turns, down to the newest
-one (and what its exchange needs); if that turn is a tool result too large for what is left, it is
-clipped to its head and tail. Only when the system prompt, the pinned turns and the newest user
-message alone exceed the budget is there a refusal, naming turn ids and sizes, never content.
+one (and what its exchange needs); if that is still too large, the newest turn (a tool result or
+a user message) is clipped to its head and tail, then the task as well (sharing what is left).
+Only when what is left cannot hold even a clip of them is there a refusal, naming turn ids and
+sizes, never content.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from cutctx import (
@@ -21,6 +23,7 @@ from cutctx import (
     Transcript,
     TranscriptTurn,
     clip_text,
+    is_final,
     replaced_metadata,
 )
 
@@ -28,6 +31,10 @@ __all__ = ["Fitted", "decide_fitting"]
 
 STUB_ALLOWANCE = 64
 """Tokens assumed for a masked tool result that must stay (a stub with its framing)."""
+MIN_CLIP_TOKENS = 96
+"""The share a clip is first given at least: less keeps little beyond the marker, so the next
+candidate gives way too before a clip that small is tried."""
+_CLIP_SUBJECTS = {Role.TOOL: "tool result", Role.USER: "message"}
 _MAX_IDS = 10
 
 
@@ -41,17 +48,23 @@ class Fitted:
     plan: CompactionPlan
     protection_relaxed: int = 0
     """Recent turns no longer protected (0: ``keep_recent`` held)."""
-    clipped_newest: tuple[str, ...] = ()
+    clipped: tuple[str, ...] = ()
+    """Turns clipped so that what must stay fits (the newest, then the task)."""
 
 
 def decide_fitting(policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget,
-                   estimator: TokenEstimator, *, strict: bool) -> Fitted:
-    """``policy.decide``, relaxing protection (unless ``strict``) when it cannot fit."""
+                   estimator: TokenEstimator, *, strict: bool,
+                   task_turn_id: str | None = None) -> Fitted:
+    """``policy.decide``, relaxing protection (unless ``strict``) when it cannot fit.
+
+    As a last resort the newest turn (a tool result or a user message) is clipped, and if that
+    is not enough the task (``task_turn_id``) too, the two sharing what is left.
+    """
     try:
         return Fitted(transcript, budget, policy.decide(transcript, budget))
-    except BudgetUnsatisfiable:
+    except BudgetUnsatisfiable as unsatisfiable:
         if strict:
-            raise
+            raise refusal(transcript, budget) from unsatisfiable
     protected = min(budget.protected_recent_turns, len(transcript.turns))
     for keep in range(protected - 1, 0, -1):
         relaxed = CompactionBudget(budget.max_tokens, keep)
@@ -61,14 +74,12 @@ def decide_fitting(policy: CompactionPolicy, transcript: Transcript, budget: Com
         except BudgetUnsatisfiable:
             continue
     newest = CompactionBudget(budget.max_tokens, min(1, protected))
-    clipped = _clip_newest(transcript, newest, estimator)
-    if clipped is not None:
+    for clipped, ids in _clipped_to_fit(transcript, newest, estimator, task_turn_id):
         try:
-            return Fitted(clipped[0], newest, policy.decide(clipped[0], newest),
-                          budget.protected_recent_turns - newest.protected_recent_turns,
-                          (clipped[1],))
+            return Fitted(clipped, newest, policy.decide(clipped, newest),
+                          budget.protected_recent_turns - newest.protected_recent_turns, ids)
         except BudgetUnsatisfiable:
-            pass
+            continue
     raise refusal(transcript, newest)
 
 
@@ -79,32 +90,78 @@ def _untouchable(transcript: Transcript, budget: CompactionBudget) -> list[Trans
             if turn.role is Role.SYSTEM or turn.pinned or position >= first_protected]
 
 
-def _clip_newest(transcript: Transcript, budget: CompactionBudget,
-                 estimator: TokenEstimator) -> tuple[Transcript, str] | None:
-    """The transcript with its newest turn clipped to what the rest leaves, if that turn is an
-    unpinned tool result and clipping can make everything that must stay fit."""
-    if not transcript.turns or budget.protected_recent_turns < 1:
-        return None
+def _clippable(turn: TranscriptTurn) -> bool:
+    return turn.role in _CLIP_SUBJECTS and bool(turn.content) and not is_final(turn)
+
+
+def _clip_candidates(transcript: Transcript, task_turn_id: str | None) -> list[TranscriptTurn]:
+    """What may be clipped, in the order it gives way: the newest turn (unless the caller pinned
+    it), then the task."""
     newest = transcript.turns[-1]
-    if newest.role is not Role.TOOL or newest.pinned or newest.metadata.get("cutctx.kind"):
-        return None
-    fixed = sum(turn.token_estimate for turn in _untouchable(transcript, budget)[:-1])
-    if newest.tool_call_id is not None:  # the rest of its exchange stays, results as stubs
-        for turn in transcript.turns[:-1]:
+    out = [newest] if _clippable(newest) and (
+        not newest.pinned or newest.turn_id == task_turn_id) else []
+    for turn in transcript.turns:
+        if turn.turn_id == task_turn_id and turn is not newest and _clippable(turn):
+            out.append(turn)
+    return out
+
+
+def _clipped_to_fit(transcript: Transcript, budget: CompactionBudget, estimator: TokenEstimator,
+                    task_turn_id: str | None) -> Iterator[tuple[Transcript, tuple[str, ...]]]:
+    """The transcript with the fewest candidates clipped (see ``_clip_candidates``) so that what
+    must stay fits: the newest alone first, then the newest and the task."""
+    if not transcript.turns or budget.protected_recent_turns < 1:
+        return
+    candidates = _clip_candidates(transcript, task_turn_id)
+    chosen = {turn.turn_id for turn in candidates}
+    fixed = sum(turn.token_estimate for turn in _untouchable(transcript, budget)
+                if turn.turn_id not in chosen)
+    newest = transcript.turns[-1]
+    if newest.role is Role.TOOL and newest.tool_call_id is not None:
+        for turn in transcript.turns[:-1]:  # the rest of its exchange stays, results as stubs
             if turn.tool_call_id == newest.tool_call_id and not (
                     turn.role is Role.SYSTEM or turn.pinned):
                 fixed += (min(turn.token_estimate, STUB_ALLOWANCE) if turn.role is Role.TOOL
                           else turn.token_estimate)
     room = budget.max_tokens - fixed
-    if room >= newest.token_estimate:
-        return None
-    clip = clip_text(newest.content, newest.token_estimate, room, estimator)
-    if clip is None:
-        return None
-    text, tokens = clip
-    turn = replace(newest, content=text, token_estimate=tokens,
-                   metadata=replaced_metadata(newest, "clipped"))
-    return Transcript((*transcript.turns[:-1], turn)), newest.turn_id
+    if room >= sum(turn.token_estimate for turn in candidates):
+        return
+    for floor in (MIN_CLIP_TOKENS, 0):  # useful clips first, then whatever still fits
+        for count in range(1, len(candidates) + 1):
+            clipping, untouched = candidates[:count], candidates[count:]
+            left = room - sum(turn.token_estimate for turn in untouched)
+            clips = _clip_all(clipping, left, estimator, floor)
+            if clips is not None:
+                swap = {turn.turn_id: turn for turn in clips}
+                yield (Transcript(tuple(swap.get(turn.turn_id, turn)
+                                        for turn in transcript.turns)), tuple(swap))
+
+
+def _clip_all(turns: list[TranscriptTurn], room: int, estimator: TokenEstimator,
+              floor: int) -> list[TranscriptTurn] | None:
+    """``turns`` sharing ``room`` fairly (the smaller ones whole if they fit their share, the
+    rest clipped to equal shares); None if a clip's share is below ``floor`` or holds nothing."""
+    shares: dict[str, int] = {}
+    left = room
+    by_size = sorted(turns, key=lambda turn: turn.token_estimate)
+    for position, turn in enumerate(by_size):
+        shares[turn.turn_id] = left // (len(by_size) - position)
+        left -= min(shares[turn.turn_id], turn.token_estimate)
+    out: list[TranscriptTurn] = []
+    for turn in turns:
+        share = shares[turn.turn_id]
+        if turn.token_estimate <= share:
+            continue
+        if share < max(1, floor):
+            return None
+        clip = clip_text(turn.content, turn.token_estimate, share, estimator,
+                         subject=_CLIP_SUBJECTS[turn.role])
+        if clip is None:
+            return None
+        text, tokens = clip
+        out.append(replace(turn, content=text, token_estimate=tokens,
+                           metadata=replaced_metadata(turn, "clipped")))
+    return out or None
 
 
 def refusal(transcript: Transcript, budget: CompactionBudget) -> BudgetUnsatisfiable:

@@ -200,6 +200,9 @@ class Job:
     limit: int | None = None
     """The prompt allowance the rendered request must fit (the budget plus the overhead)."""
     protection_relaxed: int = 0
+    history: Transcript | None = None
+    """The history's own transcript when ``conversion``'s holds turns clipped to fit (so the
+    report counts them as replaced here)."""
 
 
 def start(
@@ -222,14 +225,16 @@ def start(
     options = options or PolicyOptions()
     stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
     chosen = choose_policy(policy, summarizer, options, stubs)
-    fitted = decide_fitting(chosen, conversion.transcript, budget, stubs, strict=options.strict)
+    fitted = decide_fitting(chosen, conversion.transcript, budget, stubs, strict=options.strict,
+                            task_turn_id=conversion.task_turn_id)
     fallback = choose_policy(None, None, options, stubs) if summarizer is not None else None
     planned = conversion
     if fitted.transcript is not conversion.transcript:
         planned = replace(conversion, transcript=fitted.transcript)
     return Job(planned, fitted.budget, fitted.plan, overhead, result_fields, estimator,
                options.on_summary_error, fallback, chosen, measure,
-               fitted.budget.max_tokens + overhead, fitted.protection_relaxed)
+               fitted.budget.max_tokens + overhead, fitted.protection_relaxed,
+               conversion.transcript if fitted.clipped else None)
 
 
 def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...]:
@@ -263,14 +268,15 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         plan=job.plan,
         report=report,
         view=view.transcript,
-        conversion=job.conversion,
+        conversion=(job.conversion if job.history is None
+                    else replace(job.conversion, transcript=job.history)),
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
         rendered=rendered,
         measured_tokens=measured,
         prompt_budget=job.limit,
         protection_relaxed=job.protection_relaxed,
-        replacements=replacements(job.conversion.transcript, view.transcript),
+        replacements=replacements(job.history or job.conversion.transcript, view.transcript),
         task_turn_id=job.conversion.task_turn_id,
         **job.result_fields(rendered),
     )
