@@ -170,3 +170,19 @@ def test_what_is_sent_fits_the_prompt_budget(name: str, seed: int, rounds: int, 
         assert report.tokens_sent is not None and report.prompt_budget is not None
         sent = measured(fmt, prepared.request, estimator)
         assert sent <= report.prompt_budget or report.budget_unmet, (sent, report)
+
+
+def test_an_earlier_message_edited_in_place_is_read_again() -> None:
+    """A call re-reads only what changed since the last one, but an edit made in place to an
+    already-sent message (a redaction, say) is seen, never answered from the earlier copy."""
+    run = chat_run(3, 12)
+    calls = run.calls()
+    session = make(chat.FORMAT)
+    history = calls[-1]
+    send(session, chat.FORMAT, run, history)
+    task = next(m for m in history if m["role"] == "user")
+    original = task["content"]
+    task["content"] = "[redacted]"
+    sent = send(session, chat.FORMAT, run, history)
+    contents = json.dumps(sent.request["messages"])
+    assert "[redacted]" in contents and original not in contents

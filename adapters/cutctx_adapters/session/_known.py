@@ -30,10 +30,12 @@ class Known:
     size: int
 
 
-def chain_keys(items: Sequence[Any], seed: str) -> list[str]:
-    """Hash of every prefix: equal content gives equal keys, whatever objects carried it."""
+def chain_keys(items: Sequence[Any], seed: str, after: str | None = None) -> list[str]:
+    """Hash of every prefix: equal content gives equal keys, whatever objects carried it.
+
+    ``after``: the key of the items before these (to extend a known chain)."""
     keys: list[str] = []
-    running = seed.encode()
+    running = seed.encode() if after is None else bytes.fromhex(after)
     for item in items:
         running = hashlib.sha256(running + content_bytes(item)).digest()
         keys.append(running.hex())

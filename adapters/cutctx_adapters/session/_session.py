@@ -13,7 +13,8 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,48 @@ class _Call:
     known: Known | None
     known_items: int
     """Items of the history the known state answered (0 when none was found)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    """The last history read, to skip re-reading the part of the next one that repeats it."""
+
+    seed: str
+    raw: list[Callable[[], Any] | None]
+    """The caller's items that are objects (SDK models), weakly: the session holds none of
+    them; None for a dict, recognised by its content."""
+    plain: list[dict[str, Any]]
+    """The plain copies of the items, as converted."""
+    chain: list[str]
+
+    def reusable(self, raw: Sequence[Any]) -> int:
+        """How many leading items of ``raw`` are those read last time, unchanged: a dict equal
+        to its copy (an edit made in place is seen), an object that is the very same one (SDK
+        models are taken as the values they were)."""
+        count = min(len(raw), len(self.raw))
+        for index in range(count):
+            item, held = raw[index], self.raw[index]
+            if type(item) is dict:
+                if held is not None or item != self.plain[index]:
+                    return index
+            elif held is None or held() is not item:
+                return index
+        return count
+
+
+def _held(item: Any) -> Callable[[], Any] | None:
+    """How ``_Recent`` recognises an item: None for a dict; a weak reference to an object (or,
+    for one that takes none, a reference to nothing, matching nothing)."""
+    if type(item) is dict:
+        return None
+    try:
+        return weakref.ref(item)
+    except TypeError:
+        return _gone
+
+
+def _gone() -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +164,7 @@ class CompactionSession:
     _options: PolicyOptions = field(init=False, repr=False)
     _known: KnownHistories = field(init=False, repr=False)
     _summaries: SharedSummaries = field(init=False, repr=False)
+    _recent: _Recent | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -196,6 +240,7 @@ class CompactionSession:
             # and send what was read (it was the request's own dict, never the caller's).
             raw = request[fmt.list_key] = list(raw)
         side = given(request.get(fmt.side_key)) if fmt.side_key else None
+        recent, reused = self._recent, 0  # read once: other threads may replace it
         if isinstance(raw, str):
             items: list[dict[str, Any]] = []
             conv = fmt.to_transcript(raw, side, estimator, self._pins_for(1), self.keep_task)
@@ -203,8 +248,10 @@ class CompactionSession:
             if raw is None or isinstance(raw, bytes | Mapping) or not isinstance(raw, Sequence):
                 raise ValidationError(f"{fmt.list_key} must be a list",
                                       {"field": fmt.list_key, "rule": "list_type"})
-            items = [to_plain(item, where=f"{fmt.list_key}[{i}]", index=i)
-                     for i, item in enumerate(raw)]
+            reused = 0 if recent is None else recent.reusable(raw)
+            items = [*(() if recent is None else recent.plain[:reused]),
+                     *(to_plain(item, where=f"{fmt.list_key}[{i}]", index=i)
+                       for i, item in enumerate(raw[reused:], start=reused))]
             conv = fmt.to_transcript(items, side, estimator, self._pins_for(len(items)),
                                      self.keep_task)
         overhead = fmt.overhead(request, estimator)
@@ -217,7 +264,13 @@ class CompactionSession:
         if self.sticky and items:
             seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
                                 overhead])
-            chain = chain_keys(items, seed)
+            if recent is not None and recent.seed == seed:
+                reused = min(reused, len(recent.chain))
+                chain = [*recent.chain[:reused], *chain_keys(
+                    items[reused:], seed, recent.chain[reused - 1] if reused else None)]
+            else:
+                chain = chain_keys(items, seed)
+            self._recent = _Recent(seed, [_held(item) for item in raw], items, chain)
             found = self._known.longest_prefix(chain)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
