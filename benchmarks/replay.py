@@ -307,6 +307,10 @@ def checks(outcomes: Sequence[Outcome], window: int,
         out.append((f"{window}: session cost <= 0.4x LangChain's", ratio <= 0.4,
                     f"{ratio:.2f}x (no strategy can go below {floor / sliding.cost:.2f}x: "
                     f"appended tokens uncached, system prompt and task cached on every call)"))
+    if sliding.skipped is None and window > 16_384:
+        ratio = session.cost / sliding.cost
+        out.append((f"{window}: session cost <= 0.28x LangChain's (0.2.0's)", ratio <= 0.285,
+                    f"{ratio:.3f}x"))
     for name in ("2 workers, SQLiteStore", "4 workers, SQLiteStore", "4 workers, RedisStore"):
         row = by_name[name]
         if row.skipped is not None:
