@@ -29,6 +29,7 @@ from cutctx_adapters import (
     fulfil,
 )
 from cutctx_adapters._policy import choose_policy
+from cutctx_adapters._summary_bounds import allowed_tokens
 from cutctx_adapters.anthropic import AnthropicSummarizer, messages
 from cutctx_adapters.prompts import DEFAULT_PROMPTS
 
@@ -51,14 +52,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def reply(content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def reply(content: list[dict[str, Any]] | None = None, stop: str = "end_turn") -> dict[str, Any]:
     return {
         "id": "msg_s",
         "type": "message",
         "role": "assistant",
         "model": SUMMARY_MODEL,
         "content": [{"type": "text", "text": SUMMARY_TEXT}] if content is None else content,
-        "stop_reason": "end_turn",
+        "stop_reason": stop,
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
@@ -170,7 +171,7 @@ def test_a_sync_client_sends_the_span_as_delimited_data(route: respx.Route) -> N
     body = sent(route)
     assert set(body) == {"model", "system", "messages", "max_tokens"}
     assert body["model"] == SUMMARY_MODEL
-    assert body["max_tokens"] == request.target_tokens
+    assert body["max_tokens"] == allowed_tokens(request.target_tokens)
     prompt = DEFAULT_PROMPTS[DEFAULT_PROMPT_ID]
     assert body["system"] == prompt.system
     [user] = body["messages"]
@@ -235,10 +236,10 @@ def test_the_output_bound_and_request_options(route: respx.Route) -> None:
     request = only_request(planned(summarizer))
     compact(summarizer)
     body = sent(route)
-    assert body["max_tokens"] == request.target_tokens + 1_000
+    assert body["max_tokens"] == allowed_tokens(request.target_tokens) + 1_000
     assert body["model"] == SUMMARY_MODEL  # the summarizer's own fields win over options
     assert body["stop_sequences"] == ["END"] and body["metadata"] == {"user_id": "u-1"}
-    assert summarizer.max_output_tokens(request) == request.target_tokens + 1_000
+    assert summarizer.max_output_tokens(request) == allowed_tokens(request.target_tokens) + 1_000
 
 
 def test_only_text_blocks_make_the_summary(api: respx.Router) -> None:
@@ -281,7 +282,7 @@ async def test_an_async_client_through_afulfil_and_acompact(route: respx.Route) 
     assert route.call_count == 3
     body = sent(route)
     assert body["model"] == SUMMARY_MODEL
-    assert body["max_tokens"] == request.target_tokens
+    assert body["max_tokens"] == allowed_tokens(request.target_tokens)
     assert body["system"] == DEFAULT_PROMPTS[DEFAULT_PROMPT_ID].system
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert MARKER in body["messages"][0]["content"]
@@ -361,9 +362,9 @@ def _timeout(request: httpx.Request) -> httpx.Response:
     raise httpx2.ReadTimeout(f"read timed out {MARKER}")
 
 
-def _answer(content: list[dict[str, Any]]) -> Any:
+def _answer(content: list[dict[str, Any]], stop: str = "end_turn") -> Any:
     def respond(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json=reply(content))
+        return httpx.Response(200, json=reply(content, stop))
 
     return respond
 
@@ -380,6 +381,11 @@ FAILURES = {
                    "EmptySummary", None),
     "thinking-only": (_answer([{"type": "thinking", "thinking": f"hmm {MARKER}",
                                 "signature": "sig"}]), "EmptySummary", None),
+    # a reply that did not finish on its own: its partial or refusal text is never a summary
+    **{f"stop-{stop}": (_answer([{"type": "text", "text": f"Partial {MARKER}"}], stop),
+                        f"stop_reason:{stop}", None)
+       for stop in ("max_tokens", "refusal", "pause_turn", "tool_use",
+                    "model_context_window_exceeded")},
 }
 
 
@@ -451,7 +457,7 @@ def test_a_failure_can_fall_back_to_compaction_without_summaries(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", ["http-500", "http-400", "timeout", "no-content",
-                                  "blank-text"])
+                                  "blank-text", "stop-refusal", "stop-max_tokens"])
 async def test_an_async_failure_can_fall_back(api: respx.Router, name: str) -> None:
     route = failing(api, name)
     result = await acompact(AnthropicSummarizer(async_sdk(), model=SUMMARY_MODEL),

@@ -28,6 +28,7 @@ from cutctx_adapters import (
     fulfil,
 )
 from cutctx_adapters._policy import choose_policy
+from cutctx_adapters._summary_bounds import allowed_tokens
 from cutctx_adapters.openai import OpenAISummarizer, chat
 from cutctx_adapters.prompts import DEFAULT_PROMPTS
 from tests.chat_rules import check
@@ -50,14 +51,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def completion(content: Any = SUMMARY_TEXT, *, choices: bool = True) -> dict[str, Any]:
+def completion(content: Any = SUMMARY_TEXT, *, choices: bool = True, finish: str = "stop",
+               refusal: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-s",
         "object": "chat.completion",
         "created": 1,
         "model": SUMMARY_MODEL,
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}] if choices else [],
+        "choices": [{"index": 0, "finish_reason": finish,
+                     "message": {"role": "assistant", "content": content,
+                                 "refusal": refusal}}] if choices else [],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 
@@ -141,7 +144,7 @@ def test_a_sync_client_sends_the_span_as_delimited_data(route: respx.Route) -> N
     assert route.call_count == 1
     body = sent(route)
     assert body["model"] == SUMMARY_MODEL
-    assert body["max_completion_tokens"] == request.target_tokens
+    assert body["max_completion_tokens"] == allowed_tokens(request.target_tokens)
     assert set(body) == {"model", "messages", "max_completion_tokens"}
     system, user = body["messages"]
     prompt = DEFAULT_PROMPTS[DEFAULT_PROMPT_ID]
@@ -204,10 +207,10 @@ def test_the_output_bound_and_request_options(route: respx.Route) -> None:
     request = only_request(planned(summarizer))
     chat.compact(HISTORY, model=MODEL, budget=BUDGET, summarizer=summarizer)
     body = sent(route)
-    assert body["max_completion_tokens"] == request.target_tokens + 1_000
+    assert body["max_completion_tokens"] == allowed_tokens(request.target_tokens) + 1_000
     assert body["model"] == "o4-mini"  # the summarizer's own fields win over options
     assert body["temperature"] == 0 and body["reasoning_effort"] == "low"
-    assert summarizer.max_output_tokens(request) == request.target_tokens + 1_000
+    assert summarizer.max_output_tokens(request) == allowed_tokens(request.target_tokens) + 1_000
 
 
 def test_fulfil_with_a_sync_client(route: respx.Route) -> None:
@@ -238,7 +241,7 @@ async def test_an_async_client_through_afulfil_and_acompact(route: respx.Route) 
     assert route.call_count == 3
     body = sent(route)
     assert body["model"] == SUMMARY_MODEL
-    assert body["max_completion_tokens"] == request.target_tokens
+    assert body["max_completion_tokens"] == allowed_tokens(request.target_tokens)
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert MARKER in body["messages"][1]["content"]
     assert any(SUMMARY_TEXT in str(m["content"]) for m in result.messages)
@@ -321,9 +324,11 @@ def _timeout(request: httpx.Request) -> httpx.Response:
     raise httpx2.ReadTimeout(f"read timed out {MARKER}")
 
 
-def _answer(content: Any, *, choices: bool = True) -> Any:
+def _answer(content: Any, *, choices: bool = True, finish: str = "stop",
+            refusal: str | None = None) -> Any:
     def respond(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json=completion(content, choices=choices))
+        return httpx.Response(200, json=completion(content, choices=choices, finish=finish,
+                                                   refusal=refusal))
 
     return respond
 
@@ -336,6 +341,15 @@ FAILURES = {
     "blank": (_answer("  \n "), "EmptySummary", None),
     "null": (_answer(None), "EmptySummary", None),
     "no-choices": (_answer(None, choices=False), "EmptySummary", None),
+    # a reply that did not finish on its own: its partial text is never a summary
+    "length": (_answer(f"Half a summary {MARKER}", finish="length"), "finish_reason:length",
+               None),
+    "content-filter": (_answer(f"Filtered {MARKER}", finish="content_filter"),
+                       "finish_reason:content_filter", None),
+    "tool-calls": (_answer(f"Calling {MARKER}", finish="tool_calls"),
+                   "finish_reason:tool_calls", None),
+    "refusal": (_answer(None, refusal=f"I can't help with {MARKER}"), "finish_reason:refusal",
+                None),
 }
 
 
@@ -368,7 +382,7 @@ def test_a_failure_raises_a_typed_error_naming_the_group(api: respx.Router, name
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", ["http-500", "timeout", "null"])
+@pytest.mark.parametrize("name", ["http-500", "timeout", "null", "length", "refusal"])
 async def test_an_async_failure_raises_a_typed_error_naming_the_group(
         api: respx.Router, name: str) -> None:
     failing(api, name)

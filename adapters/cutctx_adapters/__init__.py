@@ -10,7 +10,13 @@ sessions share across threads, processes and machines are in ``cutctx_adapters.s
 
 from ._format import HistoryFormat
 from ._pipeline import CompactionResult
-from .errors import StoreTimeout, StoreUnavailable, SummarizationFailed, TokenizerUnavailable
+from .errors import (
+    StoreTimeout,
+    StoreUnavailable,
+    SummarizationFailed,
+    SummaryRejected,
+    TokenizerUnavailable,
+)
 from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 from .session import CallReport, CompactionSession, Prepared
@@ -30,6 +36,7 @@ __all__ = [
     "SummarizationFailed",
     "Summarizer",
     "SummaryPrompt",
+    "SummaryRejected",
     "TokenizerUnavailable",
     "afulfil",
     "fulfil",

@@ -30,6 +30,7 @@ from cutctx import (
 from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion
 from ._fitting import decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy
+from ._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
 from .errors import SummarizationFailed
 from .fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
 
@@ -48,10 +49,6 @@ __all__ = [
     "stub_estimator",
 ]
 
-SUMMARY_TOLERANCE = 0.25
-"""A summary may exceed its planned ``target_tokens`` by this share (plus ``SUMMARY_SLACK``)
-before it is refused as too long: model replies do not stop on an exact count."""
-SUMMARY_SLACK = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +288,7 @@ def _require_summarizer(job: Job, summarizer: object | None) -> None:
 def _check_length(job: Job, request: SummarizationRequest, text: str) -> None:
     """Refuse a summary much longer than its plan allowed: it would not fit where it goes."""
     tokens = job.estimator.estimate_tokens(text)
-    allowed = int(request.target_tokens * (1 + SUMMARY_TOLERANCE)) + SUMMARY_SLACK
+    allowed = allowed_tokens(request.target_tokens)
     if tokens > allowed:
         raise SummarizationFailed(
             f"the summary for group {request.group_id} has {tokens} tokens but its plan allowed "

@@ -2,7 +2,9 @@
 
 A provider summarizer wraps a client the caller built (their keys, retries, base URL) and is a
 summarizer callable: ``(request, turns) -> str`` for a sync client, ``-> Awaitable[str]`` for an
-async one. Provider errors propagate; ``fulfil`` turns them into ``SummarizationFailed``.
+async one. Provider errors propagate; ``fulfil`` turns them into ``SummarizationFailed``. A reply
+that did not end cleanly (cut at the token bound, filtered, refused) or says nothing raises
+``SummaryRejected`` naming the provider's reason: partial or refusal text is never a summary.
 """
 
 from __future__ import annotations
@@ -12,14 +14,22 @@ from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 
+from ._summary_bounds import allowed_tokens
 from ._wrapper import is_async_client
+from .errors import SummaryRejected
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 
 __all__ = ["ProviderSummarizer"]
 
 
 class ProviderSummarizer:
-    """Base of ``OpenAISummarizer`` and ``AnthropicSummarizer``: fill in the three hooks."""
+    """Base of ``OpenAISummarizer`` and ``AnthropicSummarizer``: fill in the three hooks and
+    say which stop reasons mean a finished reply."""
+
+    reason_field: str = "finish_reason"
+    """What the provider calls why a reply ended (named in ``SummaryRejected``)."""
+    clean_stops: frozenset[str] = frozenset()
+    """The reasons that mean the model finished on its own."""
 
     def __init__(
         self,
@@ -48,14 +58,23 @@ class ProviderSummarizer:
                   **self._request(system, user, self.max_output_tokens(request))}
         if self.is_async:
             return self._acall(kwargs)
-        return self._text(self._send(kwargs))
+        return self._checked(self._send(kwargs))
 
     async def _acall(self, kwargs: dict[str, Any]) -> str:
-        return self._text(await self._send(kwargs))
+        return self._checked(await self._send(kwargs))
+
+    def _checked(self, response: Any) -> str:
+        text, stop = self._reply(response)
+        if stop not in self.clean_stops:
+            raise SummaryRejected(f"{self.reason_field}:{_safe_reason(stop)}")
+        if not text.strip():
+            raise SummaryRejected("EmptySummary")
+        return text
 
     def max_output_tokens(self, request: SummarizationRequest) -> int:
-        """The reply bound: the request's target (plus any reasoning allowance)."""
-        return max(1, request.target_tokens) + self.extra_output_tokens
+        """The reply bound: the longest summary that would be accepted for the request's
+        target (``allowed_tokens``), plus any reasoning allowance."""
+        return allowed_tokens(request.target_tokens) + self.extra_output_tokens
 
     def _request(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
         raise NotImplementedError
@@ -63,8 +82,17 @@ class ProviderSummarizer:
     def _send(self, kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def _text(self, response: Any) -> str:
+    def _reply(self, response: Any) -> tuple[str, str | None]:
+        """The reply's text and the provider's reason for ending it (None if it gave none)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, prompt_id={self.prompt_id!r})"
+
+
+def _safe_reason(stop: object) -> str:
+    """A stop reason fit for an error: a short identifier, else a placeholder (never text a
+    misbehaving server put there)."""
+    if isinstance(stop, str) and stop.replace("_", "").isalnum() and len(stop) <= 40:
+        return stop
+    return "missing" if stop is None else "unrecognised"

@@ -10,7 +10,8 @@ from typing import ClassVar
 
 from cutctx import CompactionError
 
-__all__ = ["StoreTimeout", "StoreUnavailable", "SummarizationFailed", "TokenizerUnavailable"]
+__all__ = ["StoreTimeout", "StoreUnavailable", "SummarizationFailed", "SummaryRejected",
+           "TokenizerUnavailable"]
 
 
 class TokenizerUnavailable(CompactionError):
@@ -30,6 +31,19 @@ class SummarizationFailed(CompactionError):
     """
 
     code: ClassVar[str] = "SUMMARIZATION_FAILED"
+
+
+class SummaryRejected(Exception):
+    """Raised by a summarizer whose reply must not be used: cut short, filtered, refused, empty.
+
+    ``reason`` names why (``finish_reason:length``, ``stop_reason:refusal``, ``EmptySummary``,
+    ...), never what the reply said; ``fulfil`` turns it into ``SummarizationFailed`` with that
+    reason as its ``cause``. Custom summarizers may raise it too.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the summarizer's reply was not used ({reason})")
+        self.reason = reason
 
 
 class StoreUnavailable(CompactionError):

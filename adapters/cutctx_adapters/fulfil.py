@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 from cutctx import CompactionPlan, SummarizationRequest, Transcript, TranscriptTurn
 
 from ._canonical_key import span_key
-from .errors import SummarizationFailed
+from .errors import SummarizationFailed, SummaryRejected
 
 __all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
            "span_key"]
@@ -38,7 +38,10 @@ def _turns_for(request: SummarizationRequest, transcript: Transcript) -> list[Tr
 
 
 def _failure(request: SummarizationRequest, cause: BaseException | str) -> SummarizationFailed:
-    name = cause if isinstance(cause, str) else type(cause).__name__
+    if isinstance(cause, SummaryRejected):
+        name = cause.reason
+    else:
+        name = cause if isinstance(cause, str) else type(cause).__name__
     return SummarizationFailed(
         f"summarizing group {request.group_id} failed ({name}); nothing was compacted",
         {"group_id": request.group_id, "turn_count": len(request.turn_ids),

@@ -12,9 +12,13 @@ __all__ = ["OpenAISummarizer"]
 class OpenAISummarizer(ProviderSummarizer):
     """A summarizer backed by ``client.chat.completions.create``.
 
-    The reply is bounded by ``max_completion_tokens`` = the request's ``target_tokens``; for a
-    reasoning model pass ``extra_output_tokens`` for its hidden reasoning.
+    The reply is bounded by ``max_completion_tokens`` = the longest summary accepted for the
+    request's ``target_tokens``; for a reasoning model pass ``extra_output_tokens`` for its
+    hidden reasoning. Only a reply with ``finish_reason == "stop"`` and no refusal is used.
     """
+
+    reason_field = "finish_reason"
+    clean_stops = frozenset({"stop"})
 
     def _request(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
         return {
@@ -27,9 +31,13 @@ class OpenAISummarizer(ProviderSummarizer):
     def _send(self, kwargs: dict[str, Any]) -> Any:
         return self.client.chat.completions.create(**kwargs)
 
-    def _text(self, response: Any) -> str:
+    def _reply(self, response: Any) -> tuple[str, str | None]:
         choices = getattr(response, "choices", None) or []
         if not choices:
-            return ""
-        content = getattr(choices[0].message, "content", None)
-        return content if isinstance(content, str) else ""
+            return "", "stop"  # nothing came back: refused as an empty summary
+        message = getattr(choices[0], "message", None)
+        if getattr(message, "refusal", None):
+            return "", "refusal"
+        content = getattr(message, "content", None)
+        return (content if isinstance(content, str) else ""), getattr(
+            choices[0], "finish_reason", None)
