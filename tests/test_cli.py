@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples" / "histories").glob("*.json"))
@@ -577,3 +579,101 @@ def test_module_doctests() -> None:
     from cutctx_adapters.cli import _offline
 
     assert doctest.testmod(_offline).failed == 0
+
+
+# --- hostile files: every one a one-line error (exit 2) or a clean run, never exit 3 ------------
+
+HOSTILE_NAMES = ["[/bold]", "[red]x[/red]", "\x1b[31mred\x1b[0m", "\x07bell", "a\u2028b",
+                 "name\x00nul", "[link=file:///etc/passwd]x[/link]"]
+
+
+def _tool_history(name: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Run it."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": name, "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+    ]
+
+
+@pytest.mark.parametrize("command", ["count", "inspect"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_names_from_the_file_are_printed_literally(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str, name: str) -> None:
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(_tool_history(name)), encoding="utf-8")
+    code, out, err = _main(capsys, command, path, "--all")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
+    shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
+    assert shown.replace("\\\\", "\\")[:6] in out.replace("\n", "") or name[:6] in out
+
+
+def test_a_file_name_with_escapes_is_shown_escaped(tiktoken_cache: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = _main(capsys, "count", tmp_path / "no\x1b[2Jsuch.json")
+    assert code == 2 and "\x1b" not in err and "\\x1b[2J" in err
+
+
+def test_input_past_max_bytes_is_refused(tiktoken_cache: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_tool_history("bash")), encoding="utf-8")
+    code, _out, err = _main(capsys, "count", path, "--max-bytes", "20")
+    assert code == 2 and "larger than 20 bytes" in err and "--max-bytes" in err
+    assert _main(capsys, "count", path, "--max-bytes", "100000")[0] == 0
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this system")
+def test_an_endless_input_stops_at_the_limit(tiktoken_cache: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = _main(capsys, "count", "/dev/zero", "--max-bytes", "1000000")
+    assert code == 2 and "larger than 1,000,000 bytes" in err
+
+
+def test_a_huge_integer_is_a_one_line_error(tiktoken_cache: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "digits.json"
+    path.write_text('[{"role": "user", "content": "hi", "n": ' + "9" * 5_000 + "}]",
+                    encoding="utf-8")
+    code, _out, err = _main(capsys, "count", path)
+    assert code == 2 and "too many digits" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["count", "inspect", "compact"])
+def test_a_lone_surrogate_in_a_name_is_a_one_line_error(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    path = tmp_path / "lone.json"
+    path.write_text(json.dumps(_tool_history("\ud800tool")), encoding="utf-8")
+    code, _out, err = _main(capsys, command, path)
+    assert code == 2 and "not valid Unicode" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_lone_surrogate_in_an_extra_field_is_written_back_as_an_escape(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Unknown fields travel untouched; what UTF-8 cannot carry is written as JSON escapes."""
+    history = [{"role": "user", "content": "hi", "x-note": "\ud800"}]
+    path, out_path = tmp_path / "lone.json", tmp_path / "out.json"
+    path.write_text(json.dumps(history), encoding="utf-8")
+    code, _out, err = _main(capsys, "compact", path, "--budget", "100000", "-o", out_path)
+    assert code == 0, err
+    assert json.loads(out_path.read_text(encoding="utf-8")) == history
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(min_size=1, max_size=30))
+def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    name: str) -> None:
+    path = tmp_path / "any.json"
+    path.write_text(json.dumps(_tool_history(name)), encoding="utf-8")
+    for command in ("count", "inspect"):
+        code, out, err = _main(capsys, command, path, "--all")
+        assert code in (0, 2), err
+        assert "\x1b" not in out + err
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1

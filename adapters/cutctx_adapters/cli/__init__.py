@@ -17,6 +17,7 @@ from cutctx import CharRatioEstimator, CompactionError
 from .._estimators import use_when_unavailable
 from .._requires import require
 from ._errors import EXIT_BAD_INPUT, EXIT_INTERNAL, CliError, describe
+from ._visible import visible
 
 __all__ = ["main"]
 
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
-    sys.stderr.write(f"cutctx: error: {' '.join(line.split())}\n")
+    sys.stderr.write(f"cutctx: error: {visible(' '.join(line.split()))}\n")
     return code
 
 
@@ -77,7 +78,7 @@ def _notes(caught: list[warnings.WarningMessage]) -> None:
         text = " ".join(str(warning.message).split())
         if text not in seen:
             seen.add(text)
-            sys.stderr.write(f"cutctx: note: {text}\n")
+            sys.stderr.write(f"cutctx: note: {visible(text)}\n")
 
 
 def _silence_stdout() -> None:

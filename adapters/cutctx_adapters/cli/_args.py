@@ -11,6 +11,7 @@ import cutctx
 from . import _commands
 from ._errors import EXIT_BAD_INPUT
 from ._formats import FORMATS
+from ._io import DEFAULT_MAX_BYTES
 from ._options import DEFAULT_RESERVE, POLICIES
 
 __all__ = ["build_parser"]
@@ -77,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--keep-recent", type=_count, metavar="K",
                         help="protect the K most recent turns (default 4)")
     source.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    source.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_BYTES,
+                        help=f"read at most N bytes of FILE (default {DEFAULT_MAX_BYTES:,})")
 
     plan = _Parser(add_help=False)
     plan.add_argument("--budget", type=_count, metavar="N",

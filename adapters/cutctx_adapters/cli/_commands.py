@@ -5,19 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from typing import Any
 
 from rich.text import Text
 
 from cutctx import CompactionExecutor, CompactionPolicy, DropOldestPolicy
 
-from .._pipeline import Job
+from .._pipeline import CompactionResult, Job
 from ..fulfil import Summarizer
 from ._errors import EXIT_OK, EXIT_UNMET
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
 from ._render import InspectView, make_console, render_count, render_inspect
 from ._rows import plan_rows, turn_rows
+from ._visible import visible
 
 __all__ = ["compact", "count", "inspect"]
 
@@ -109,17 +111,21 @@ def compact(args: argparse.Namespace) -> int:
         _print_json({"file": doc.source, "output": args.output, "format": doc.format.name,
                      "model": model, "budget": budget.to_dict(),
                      "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
-                     "fits": not report.budget_unmet, "report": report.to_dict()},
+                     "fits": not report.budget_unmet, "report": report.to_dict(),
+                     "task_turn_id": result.task_turn_id,
+                     "protection_relaxed": result.protection_relaxed,
+                     "replacements": [
+                         {"turn_id": r.turn_id, "kind": r.kind, "tokens_before": r.tokens_before,
+                          "tokens_after": r.tokens_after} for r in result.replacements]},
                     stderr=args.output == "-")
     else:
-        _compact_summary(doc, args.output, budget, result.tokens_before, result.tokens_after,
-                         report.to_dict())
+        _compact_summary(doc, args.output, budget, result)
     return EXIT_UNMET if report.budget_unmet else EXIT_OK
 
 
 def _load(args: argparse.Namespace) -> Document:
     """Read and detect, then validate before anything is counted (no tokenizer needed)."""
-    doc = load(args.file, args.format)
+    doc = load(args.file, args.format, args.max_bytes)
     doc.format.validate(doc.history, doc.side, doc.body)
     return doc
 
@@ -136,20 +142,29 @@ def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
                            keep_recent=args.keep_recent)
 
 
-def _compact_summary(doc: Document, output: str, budget: Budget, before: int, after: int,
-                     report: dict[str, Any]) -> None:
-    counts = ", ".join(f"{len(report[key])} {name}" for key, name in (
-        ("masked_turn_ids", "masked"), ("summarized_turn_ids", "summarized"),
-        ("dropped_turn_ids", "dropped")) if report[key]) or "nothing to do"
+def _compact_summary(doc: Document, output: str, budget: Budget,
+                     result: CompactionResult) -> None:
+    report = result.report.to_dict()
+    replaced = Counter(r.kind for r in result.replacements)
+    counts = ", ".join(
+        [f"{replaced[kind]} {kind}" for kind in ("deduplicated", "clipped") if replaced[kind]]
+        + [f"{len(report[key])} {name}" for key, name in (
+            ("masked_turn_ids", "masked"), ("summarized_turn_ids", "summarized"),
+            ("dropped_turn_ids", "dropped")) if report[key]]) or "nothing to do"
     line = Text("wrote ")
-    line.append("standard output" if output == "-" else output, style="bold")
+    line.append("standard output" if output == "-" else visible(output), style="bold")
     line.append(f" ({doc.format.name}): {report['turns_before']} → {report['turns_after']} "
-                f"turns, {before:,} → {after:,} tokens, budget {budget.tokens:,} ")
+                f"turns, {result.tokens_before:,} → {result.tokens_after:,} tokens, budget "
+                f"{budget.tokens:,} ")
     if report["budget_unmet"]:
         line.append("✗ over budget", style="bold red")
     else:
         line.append("✓ fits", style="bold green")
     line.append(f"; {counts}")
+    if result.task_turn_id is not None:
+        line.append(f"; task {result.task_turn_id} kept")
+    if result.protection_relaxed:
+        line.append(f"; {result.protection_relaxed} fewer recent turns protected")
     console = make_console(stderr=output == "-")
     console.print(line, soft_wrap=True)
     console.print(f"plan {report['plan_hash']}", style="dim")

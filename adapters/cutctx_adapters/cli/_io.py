@@ -27,7 +27,7 @@ from typing import Any
 from ._errors import CliError
 from ._formats import FORMATS, Format, format_named
 
-__all__ = ["Document", "detect", "load", "read_json", "write_json"]
+__all__ = ["DEFAULT_MAX_BYTES", "Document", "detect", "load", "read_json", "write_json"]
 
 RESPONSES_ITEM_TYPES = frozenset({
     "message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
@@ -94,11 +94,21 @@ class Document:
         return {**self.wrapper, "request": body}
 
 
-def read_json(path: str) -> Any:
-    """Parse the JSON at ``path`` (``-``: standard input), or a ``CliError`` naming the problem."""
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""The largest input read unless ``--max-bytes`` says otherwise (``/dev/zero`` must stop)."""
+
+
+def read_json(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    """Parse the JSON at ``path`` (``-``: standard input), or a ``CliError`` naming the problem.
+
+    At most ``max_bytes`` are read: a larger input is refused, not read until memory runs out.
+    """
     name = _display(path)
     try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        raw = _read_at_most(path, max_bytes)
+        if len(raw) > max_bytes:
+            raise CliError(f"{name}: larger than {max_bytes:,} bytes; raise the limit with "
+                           f"--max-bytes")
     except FileNotFoundError:
         raise CliError(f"{name}: no such file") from None
     except IsADirectoryError:
@@ -120,12 +130,23 @@ def read_json(path: str) -> Any:
             from None
     except RecursionError:
         raise CliError(f"{name}: JSON nested too deeply") from None
+    except ValueError:  # Python's limit on the digits of an integer (int_max_str_digits)
+        raise CliError(f"{name}: a JSON number has too many digits to read") from None
 
 
-def load(path: str, forced: str | None = None) -> Document:
+def _read_at_most(path: str, max_bytes: int) -> bytes:
+    """The input's bytes, one more than ``max_bytes`` at most (so "too large" can be told)."""
+    if path == "-":
+        return sys.stdin.buffer.read(max_bytes + 1)
+    with Path(path).open("rb") as stream:
+        return stream.read(max_bytes + 1)
+
+
+def load(path: str, forced: str | None = None,
+         max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Read ``path`` and split it into history, side field and shape."""
     name = _display(path)
-    data = read_json(path)
+    data = read_json(path, max_bytes)
     wrapper: Mapping[str, Any] | None = None
     if (isinstance(data, dict) and isinstance(data.get("request"), dict)
             and "messages" not in data and "input" not in data):
@@ -172,8 +193,16 @@ def detect(data: Any) -> tuple[Format, str]:
 
 
 def write_json(path: str, data: Any) -> None:
-    """Write ``data`` as indented JSON to ``path`` (``-``: standard output)."""
+    """Write ``data`` as indented JSON to ``path`` (``-``: standard output).
+
+    UTF-8 as given; text that UTF-8 cannot carry (a lone surrogate, read from a ``\\ud800``
+    escape) is written as JSON escapes instead, so the file says exactly what was read.
+    """
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._rows import SUMMARY, Row
+from ._visible import visible, visible_text
 
 __all__ = ["ELIDE_OVER", "InspectView", "make_console", "render_count", "render_inspect"]
 
@@ -81,8 +82,8 @@ def _header(source: str, fmt: str, reason: str, model: str) -> Group:
     detail.append(f" (detected: {reason})" if reason != "--format" else " (--format)",
                   style="dim")
     detail.append("  model ", style="dim")
-    detail.append(model)
-    return Group(Text(source, style="bold"), detail)
+    detail.append(visible(model))
+    return Group(visible_text(source, style="bold"), detail)
 
 
 def _tools(label: str | None) -> str:
@@ -116,7 +117,7 @@ def _table(rows: Sequence[Row], show_all: bool, *, with_plan: bool) -> Table:
         style = STYLES.get(item.action, "")
         tokens = f"{item.tokens:,}" if item.tokens else ""
         where = "+" if item.action == SUMMARY else item.where if item.where[:1].isdigit() else "·"
-        tool: RenderableType = _tools(item.tool)
+        tool: RenderableType = visible_text(_tools(item.tool))
         if item.action == SUMMARY:
             tool = f"of {item.covers} turns"
         elif not tool and item.kind:
