@@ -310,7 +310,7 @@ TOOL_USE = {"type": "tool_use", "id": "t1", "name": "run", "input": {}}
 
 
 @pytest.mark.parametrize(("history", "index", "rule"), [
-    ([{"role": "system", "content": SECRET}], 0, "unknown_role"),
+    ([{"role": "narrator", "content": SECRET}], 0, "unknown_role"),
     ([{"role": "user"}], 0, "missing_content"),
     (_bad(42), 0, "content_type"),
     (_bad(""), 0, "empty_content"),

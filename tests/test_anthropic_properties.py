@@ -59,7 +59,9 @@ def assert_sendable(system: Any, out: Sequence[Mapping[str, Any]], original: Seq
     assert out, "a request needs at least one message"
     assert out[0]["role"] == "user"
     for before, after in itertools.pairwise(out):
-        assert before["role"] != after["role"], "consecutive same-role messages"
+        if before["role"] == after["role"]:  # only as the caller wrote them, never made so
+            assert _given_neighbours(original, before, after), \
+                "consecutive same-role messages made by compaction"
     markers = 0
     if isinstance(system, list):
         markers += sum("cache_control" in block for block in system)
@@ -76,6 +78,22 @@ def assert_sendable(system: Any, out: Sequence[Mapping[str, Any]], original: Seq
     assert markers <= messages.MAX_CACHE_BREAKPOINTS
     # The output converts again (sticky sessions re-read their own views).
     messages.to_transcript(out, system=system, estimator=CHARS)
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    """Content as blocks, each by what names it (a masked result keeps its id, not its body)."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    return [(b.get("type"), b.get("tool_use_id"), b.get("id"),
+             b.get("text") if b.get("type") == "text" else None) for b in blocks]
+
+
+def _given_neighbours(original: Sequence[Any], before: Mapping[str, Any],
+                      after: Mapping[str, Any]) -> bool:
+    """``after`` is a message of the history that followed a message of its own role there
+    (``before`` stands for that one: kept, masked, clipped or merged onto earlier ones)."""
+    return any(_as_blocks(message["content"]) == _as_blocks(after["content"])
+               and previous.get("role") == after.get("role") == before.get("role")
+               for previous, message in itertools.pairwise(original))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,12 +146,18 @@ def histories(draw: st.DrawFn) -> dict[str, Any]:
             if draw(st.integers(0, 4)) == 0:
                 result["is_error"] = True
             results.append(result)
-        if draw(st.integers(0, 3)) == 0:
+        note = draw(st.integers(0, 5))
+        if note == 0:
             results.append({"type": "text", "text": draw(words)})
             after_results = False
         else:
             after_results = True
         out.append({"role": "user", "content": results})
+        if note == 1:  # the user's note as a message of its own, after the results message
+            out.append(user_text())
+            after_results = False
+    if draw(st.integers(0, 3)) == 0 and out[-1]["role"] == "user":
+        out.append(user_text())  # two user messages in a row, as some apps send them
     if draw(st.integers(0, 3)) == 0 and out[-1]["role"] == "user":
         out.append({"role": "assistant", "content": [{"type": "text", "text": draw(words)}]})
     # Up to four cache_control markers on list-content blocks.

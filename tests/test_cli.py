@@ -483,7 +483,7 @@ def test_pin_keep_recent_window_reserve_model(tiktoken_cache: Path,
     (("inspect", CHAT, "--budget", "10", "--window", "20"), "not both"),
     (("inspect", CHAT, "--budget", "lots"), "whole number"),
     (("inspect", CHAT, "--format", "openai-responses"), "no 'input' field"),
-    (("inspect", CHAT, "--format", "anthropic"), "message 0"),
+    (("inspect", CHAT, "--format", "anthropic"), "unknown_role"),
     (("compact", CHAT, "--summarizer", "gpt-4o"), "--summarizer"),
     (("count", ROOT), "is a directory"),
 ])

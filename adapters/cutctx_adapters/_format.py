@@ -69,6 +69,9 @@ class HistoryFormat:
         lambda conv, estimator, overhead: {})
     """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
     ``plan`` passes them, so a session plans exactly like the functional API."""
+    read_item: Callable[[Any, int], Any] = lambda item, index: item
+    """An item as the caller gave it, made ready for ``to_plain`` (Anthropic reads base64 data
+    given as files, as its SDK does); the identity elsewhere."""
     safety_margin: float = 0.0
     """Share of the prompt budget a session's default trigger leaves free for estimate error:
     0 where counts are exact (Chat Completions), more where they are estimates."""

@@ -23,6 +23,8 @@ _NOUN = "message"
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ASSISTANT_ONLY = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use"})
 _FINAL_TURN = "anthropic:final-turn"
+SYSTEM_MESSAGE = "system_message"
+"""The part kind of a ``role: "system"`` message in the list (rendered in place, never merged)."""
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -109,9 +111,9 @@ class MessagesCodec:
             if drafts[0][0] is None:  # a summary: the API wants a user turn first
                 messages[0]["role"] = "user"
             else:
-                messages.insert(0, {"role": "user",
-                                    "content": [{"type": "text", "text": OMITTED_NOTE}]})
-        messages = _merge_same_roles(messages)
+                drafts.insert(0, (None, {"role": "user",
+                                         "content": [{"type": "text", "text": OMITTED_NOTE}]}))
+        messages = _merge_same_roles(drafts)
         system: System
         if self.system_kind == "str":
             system = system_parts[0] if system_parts else ""
@@ -123,18 +125,26 @@ class MessagesCodec:
         return system, messages
 
 
-def _merge_same_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Merge runs of same-role messages that removal left next to each other.
+def _merge_same_roles(drafts: list[tuple[int | None, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The messages, with runs of same-role messages merged where compaction made them
+    neighbours; messages that were neighbours in the history stay as given.
 
-    A user message keeps its ``tool_result`` blocks first; an assistant message that starts a
-    run with thinking keeps that thinking first (the API requires it of the latest message).
-    Message keys other than ``content`` come from the first message of the run.
+    The API combines consecutive same-role messages into one turn, which is only safe as the
+    caller wrote it: a summary or a removal can put text before a ``tool_result`` or before the
+    thinking that must open the latest assistant turn. So a merged user message keeps its
+    ``tool_result`` blocks first; an assistant message that starts a run with thinking keeps that
+    thinking first. Message keys other than ``content`` come from the first message of the run.
     """
     out: list[dict[str, Any]] = []
-    for message in messages:
-        if not out or out[-1].get("role") != message.get("role"):
+    last: int | None = None  # the history's index of the message ``out[-1]`` ends with
+    for source, message in drafts:
+        as_given = source is not None and last is not None and source == last + 1
+        if (not out or out[-1].get("role") != message.get("role") or as_given
+                or message.get("role") == "system"):
             out.append(message)
+            last = source
             continue
+        last = source if source is not None else last
         first, second = _blocks(out[-1].get("content")), _blocks(message.get("content"))
         if message.get("role") == "user":
             combined = first + second

@@ -27,6 +27,7 @@ from ._codec import (
     _NOUN,
     _THINKING,
     MAX_CACHE_BREAKPOINTS,
+    SYSTEM_MESSAGE,
     MessagesCodec,
     Rendered,
     System,
@@ -35,6 +36,7 @@ from ._codec import (
     _only_tool_results,
     _starts_with_thinking,
 )
+from ._file_inputs import with_file_data
 from ._tokens import AnthropicTokenCounter
 
 # ----------------------------------------------------------------------------------------------
@@ -55,7 +57,7 @@ def _plain_messages(history: Any) -> list[dict[str, Any]]:
         raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
     out: list[dict[str, Any]] = []
     for index, message in enumerate(history):
-        plain = to_plain(message, where=f"{_NOUN} {index}", index=index)
+        plain = to_plain(with_file_data(message, index), where=f"{_NOUN} {index}", index=index)
         if (not isinstance(message, Mapping) and isinstance(plain, dict)
                 and plain.get("type") == "message" and plain.get("role") == "assistant"):
             # A whole ``Message`` response appended: the API takes its role and content only.
@@ -148,9 +150,9 @@ def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
     if not isinstance(message, Mapping):
         raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
     role = message.get("role")
-    if role not in ("user", "assistant"):
+    if role not in ("user", "assistant", "system"):
         raise invalid(_NOUN, index, "role", "unknown_role",
-                      "role must be 'user' or 'assistant' (the system prompt goes in system=)")
+                      "role must be 'user', 'assistant' or 'system'")
     if "content" not in message:
         raise invalid(_NOUN, index, "content", "missing_content", "content is required")
     content = message["content"]
@@ -160,6 +162,9 @@ def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
     if not content and not (final and role == "assistant"):
         raise invalid(_NOUN, index, "content", "empty_content",
                       "content must not be empty (only a final assistant message may be)")
+    if role == "system":
+        _check_system_message(content, index)
+        return role, content
     if isinstance(content, list):
         seen_other = False
         for position, block in enumerate(content):
@@ -169,6 +174,26 @@ def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
                               "tool_result blocks must come before any other block")
             seen_other = seen_other or kind != "tool_result"
     return role, content
+
+
+def _check_system_message(content: Any, index: int) -> None:
+    """A ``role: "system"`` message (mid-conversation instructions): text, or blocks that are
+    neither tool calls, tool results nor media."""
+    if not content:
+        raise invalid(_NOUN, index, "content", "empty_content", "content must not be empty")
+    for position, block in enumerate(content if isinstance(content, list) else []):
+        where = f"content[{position}]"
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            raise invalid(_NOUN, index, where, "block_type",
+                          "a content block needs a string 'type'")
+        if block["type"] in _NOT_IN_SYSTEM:
+            raise invalid(_NOUN, index, f"{where}.type", "block_role",
+                          f"a {block['type']} block may not appear in a system message")
+        if block["type"] == "text":
+            _string_field(block, "text", index, where, "empty_text", nonempty=True)
+
+
+_NOT_IN_SYSTEM = frozenset({*_ASSISTANT_ONLY, "tool_result", "image", "document"})
 
 
 def _json(value: Any) -> str:
@@ -249,6 +274,9 @@ def _system_parts(system: System, counter: AnthropicTokenCounter) -> list[Part]:
 def _message_parts(message: dict[str, Any], index: int, role: str, content: Any,
                    counter: AnthropicTokenCounter, names: dict[str, str],
                    issued: set[str]) -> list[Part]:
+    if role == "system":  # instructions mid-conversation: untouchable, kept where they are
+        return [Part(index, Role.SYSTEM, _content_text(content), message,
+                     counter.message(message), SYSTEM_MESSAGE, links=(_after(index),))]
     if role == "assistant":
         calls: list[str] = []
         labels: list[str] = []
@@ -290,6 +318,11 @@ def _message_parts(message: dict[str, Any], index: int, role: str, content: Any,
         parts.append(Part(index, Role.USER, _content_text(rest), {**base, "content": rest},
                           sum(counter.block(block) for block in rest), "user", sub=results))
     return parts
+
+
+def _after(index: int) -> str:
+    """The link key holding a system message to the message before it."""
+    return f"anthropic:system-message:{index}"
 
 
 def _genuine_user(message: Mapping[str, Any]) -> bool:
@@ -391,6 +424,10 @@ def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any =
     messages = request.messages
     for index, message in enumerate(messages):
         role, content = _checked_content(message, index, index == len(messages) - 1)
+        if role == "system" and parts and parts[-1].index == index - 1:
+            # the message it follows stays with it: the API takes system messages only
+            # after certain turns, so no removal may change what comes before one
+            parts[-1] = replace(parts[-1], links=(*parts[-1].links, _after(index)))
         parts.extend(_message_parts(message, index, role, content, counter, names, issued))
     check_call_pairs(
         parts, _NOUN, "tool_use.id", "tool_result.tool_use_id",

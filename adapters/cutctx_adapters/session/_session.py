@@ -250,7 +250,7 @@ class CompactionSession:
                                       {"field": fmt.list_key, "rule": "list_type"})
             reused = 0 if recent is None else recent.reusable(raw)
             items = [*(() if recent is None else recent.plain[:reused]),
-                     *(to_plain(item, where=f"{fmt.list_key}[{i}]", index=i)
+                     *(to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
                        for i, item in enumerate(raw[reused:], start=reused))]
             conv = fmt.to_transcript(items, side, estimator, self._pins_for(len(items)),
                                      self.keep_task)
