@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import BudgetUnsatisfiable
+from .errors import BudgetUnsatisfiable, ValidationError
 from .types import CompactionBudget, Role, Transcript
 
 __all__ = ["Structure", "require_satisfiable", "turn_id_set"]
@@ -32,6 +32,7 @@ class Structure:
     @classmethod
     def of(cls, transcript: Transcript, budget: CompactionBudget) -> Structure:
         """The structure for a budget's protection; computed once per transcript and count."""
+        require_inputs(transcript, budget)
         key = ("structure", budget.protected_recent_turns)
         found = transcript._derived.get(key)
         if found is None:
@@ -99,3 +100,13 @@ def turn_id_set(transcript: Transcript) -> frozenset[str]:
     if ids is None:
         ids = transcript._derived[("turn_ids", None)] = frozenset(transcript.turn_ids())
     return ids
+
+
+def require_inputs(transcript: object, budget: object) -> None:
+    """Refuse what is not a ``Transcript`` and a ``CompactionBudget``, naming the argument."""
+    if not isinstance(transcript, Transcript):
+        raise ValidationError(f"transcript must be a Transcript, got {type(transcript).__name__}",
+                              {"field": "transcript"})
+    if not isinstance(budget, CompactionBudget):
+        raise ValidationError(f"budget must be a CompactionBudget, got {type(budget).__name__}",
+                              {"field": "budget"})

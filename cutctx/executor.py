@@ -32,7 +32,18 @@ class CompactionExecutor:
         plan: CompactionPlan,
         summaries: Mapping[str, str] | None = None,
     ) -> CompactedTranscript:
+        if not isinstance(transcript, Transcript):
+            raise ValidationError(
+                f"transcript must be a Transcript, got {type(transcript).__name__}",
+                {"field": "transcript"})
+        if not isinstance(plan, CompactionPlan):
+            raise ValidationError(f"plan must be a CompactionPlan, got {type(plan).__name__}",
+                                  {"field": "plan"})
         summaries = {} if summaries is None else summaries
+        if not isinstance(summaries, Mapping):
+            raise ValidationError(
+                f"summaries must be a mapping of group id to text, got "
+                f"{type(summaries).__name__}", {"field": "summaries"})
         _require_same_turns(transcript, plan)
         requests = {request.group_id: request for request in plan.summarization_requests}
         texts = {request.group_id: _summary_text(request, summaries)

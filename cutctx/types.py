@@ -6,7 +6,7 @@ and budget it was made for when it is constructed, so an unvalidated plan cannot
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import InitVar, dataclass, field
 from enum import Enum
 from json.encoder import encode_basestring
@@ -148,6 +148,10 @@ class Transcript:
     """Facts derived from the (immutable) turns, computed once: see ``_structure``."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.turns, str | bytes) or not isinstance(self.turns, Iterable):
+            raise ValidationError(
+                f"turns must be a sequence of TranscriptTurn, got {type(self.turns).__name__}",
+                {"field": "turns"})
         turns = tuple(self.turns)
         seen: set[str] = set()
         for index, turn in enumerate(turns):

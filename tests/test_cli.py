@@ -677,3 +677,24 @@ def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_pat
         assert "\x1b" not in out + err
         if code == 2:
             assert len(err.strip().splitlines()) == 1
+
+
+def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A huge newest tool result is clipped by default, refused with --strict; the task is
+    kept unless --no-keep-task."""
+    history = _tool_history("bash")
+    history[-1]["content"] = "line of log output\n" * 20_000
+    path, out_path = tmp_path / "huge.json", tmp_path / "out.json"
+    path.write_text(json.dumps(history), encoding="utf-8")
+    code, out, err = _main(capsys, "compact", path, "--budget", "1500", "-o", out_path)
+    assert code == 0, err
+    assert "1 clipped" in out and "task m0 kept" in out
+    written = json.loads(out_path.read_text(encoding="utf-8"))
+    assert "cutctx clipped this tool result" in written[-1]["content"]
+    code, _out, err = _main(capsys, "compact", path, "--budget", "1500", "--strict",
+                            "-o", out_path)
+    assert code == 2 and "budget cannot be met" in err
+    code, out, err = _main(capsys, "compact", path, "--budget", "1500", "--no-keep-task",
+                           "-o", out_path)
+    assert code == 0 and "task m0 kept" not in out

@@ -186,3 +186,45 @@ def test_an_earlier_message_edited_in_place_is_read_again() -> None:
     sent = send(session, chat.FORMAT, run, history)
     contents = json.dumps(sent.request["messages"])
     assert "[redacted]" in contents and original not in contents
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_what_prepare_returns_is_the_callers_to_change(name: str) -> None:
+    """Mutating a returned request (its list, its items, its side value) changes nothing the
+    session sends next (issue 18: sessions share no state with what they return)."""
+    fmt, build, _ = FORMATS[name]
+    run = build(7, 30)
+    items = run.calls()[-1]
+    session = make(fmt)
+    first = send(session, fmt, run, items)
+    before = body(first)
+    history = first.request[fmt.list_key]
+    if isinstance(history, list):
+        history.append({"role": "user", "content": "injected"})
+        for item in history:
+            if isinstance(item, dict):
+                item["content"] = "overwritten"
+    side = first.request.get(fmt.side_key) if fmt.side_key else None
+    if isinstance(side, list):
+        side.append({"type": "text", "text": "injected"})
+    second = send(session, fmt, run, items)
+    assert body(second) == before
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(15, 35),
+       window=st.sampled_from([1_500, 2_500, 4_000]))
+def test_anthropic_omitted_note_is_counted_in_the_budget(seed: int, rounds: int,
+                                                         window: int) -> None:
+    """Without the task pinned, a removal can leave an assistant turn first: the note put
+    before it is counted, so what is sent still fits (issue 18 item 7)."""
+    fmt = anthropic_messages.FORMAT
+    run = anthropic_run(seed, rounds)
+    estimator = CharRatioEstimator()
+    session = CompactionSession(fmt, model="gpt-4o", window=window, reserve=0,
+                                estimator=estimator, keep_task=False, keep_user_turns=False)
+    for items in run.calls():
+        prepared = send(session, fmt, run, items)
+        sent = measured(fmt, prepared.request, estimator)
+        budget = prepared.report.prompt_budget
+        assert budget is not None and (sent <= budget or prepared.report.budget_unmet)

@@ -34,8 +34,17 @@ def use_when_unavailable(estimator: TokenEstimator | None) -> None:
         _BY_MODEL.clear()
 
 
+def check_model(model: object) -> str | None:
+    """``model`` if it is None or a str; anything else is refused by name."""
+    if model is not None and not isinstance(model, str):
+        raise ValidationError(f"model must be a str, got {type(model).__name__}",
+                              {"field": "model", "rule": "model_type"})
+    return model
+
+
 def estimator_for(model: str | None) -> TokenEstimator:
     """The shared estimator for ``model`` (None: o200k_base), built on first use."""
+    check_model(model)
     with _LOCK:
         found = _BY_MODEL.get(model)
         if found is None:
@@ -48,12 +57,36 @@ def estimator_for(model: str | None) -> TokenEstimator:
 def chosen_estimator(estimator: TokenEstimator | None, model: str | None) -> TokenEstimator:
     """The caller's estimator (checked: it must have ``estimate_tokens``), else the shared one
     for ``model``."""
+    check_model(model)
     if estimator is None:
         return estimator_for(model)
     if not callable(getattr(estimator, "estimate_tokens", None)):
         raise ValidationError("estimator must have an estimate_tokens(text) method",
                               {"field": "estimator"})
-    return estimator
+    if type(estimator).__module__.split(".")[0] in ("cutctx", "cutctx_adapters"):
+        return estimator  # ours: known to answer ints
+    return CheckedEstimator(estimator)
+
+
+class CheckedEstimator:
+    """A caller's estimator whose answers are checked: an int >= 0, or a ``ValidationError``
+    naming the estimator (never a ``TypeError`` deep inside planning)."""
+
+    def __init__(self, estimator: TokenEstimator) -> None:
+        self.estimator = estimator
+
+    def estimate_tokens(self, text: str) -> int:
+        value = self.estimator.estimate_tokens(text)
+        if type(value) is int and value >= 0:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return int(value)
+        raise ValidationError(
+            f"estimator.estimate_tokens must return an int >= 0, got {type(value).__name__}",
+            {"field": "estimator", "rule": "estimate_type"})
+
+    def __repr__(self) -> str:
+        return f"CheckedEstimator({self.estimator!r})"
 
 
 def _build(model: str | None) -> TokenEstimator:

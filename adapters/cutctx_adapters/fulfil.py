@@ -11,7 +11,13 @@ import inspect
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, TypeAlias
 
-from cutctx import CompactionPlan, SummarizationRequest, Transcript, TranscriptTurn
+from cutctx import (
+    CompactionPlan,
+    SummarizationRequest,
+    Transcript,
+    TranscriptTurn,
+    ValidationError,
+)
 
 from ._canonical_key import span_key
 from .errors import SummarizationFailed, SummaryRejected
@@ -49,6 +55,21 @@ def _failure(request: SummarizationRequest, cause: BaseException | str) -> Summa
     )
 
 
+def _check_arguments(plan: Any, transcript: Any, cache: Any) -> None:
+    """Wrong-typed arguments are refused by name, before any summarizer is called."""
+    if not isinstance(plan, CompactionPlan):
+        raise ValidationError(f"plan must be a CompactionPlan, got {type(plan).__name__}",
+                              {"field": "plan"})
+    if not isinstance(transcript, Transcript):
+        raise ValidationError(
+            f"transcript must be a Transcript, got {type(transcript).__name__}",
+            {"field": "transcript"})
+    if cache is not None and not isinstance(cache, MutableMapping):
+        raise ValidationError(
+            f"cache must be a mutable mapping (a dict, say), got {type(cache).__name__}",
+            {"field": "cache"})
+
+
 def _checked(request: SummarizationRequest, text: Any, check: SummaryCheck | None) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _failure(request, "EmptySummary")
@@ -70,6 +91,7 @@ def fulfil(
     ``cache`` (keyed by span content) makes a span already summarized cost nothing; ``check``
     vets each new summary (its length, say) before it is used or cached.
     """
+    _check_arguments(plan, transcript, cache)
     summaries: dict[str, str] = {}
     for request in plan.summarization_requests:
         turns = _turns_for(request, transcript)
@@ -100,6 +122,7 @@ async def afulfil(
     check: SummaryCheck | None = None,
 ) -> dict[str, str]:
     """Like ``fulfil``, running independent requests concurrently; sync summarizers work too."""
+    _check_arguments(plan, transcript, cache)
 
     async def one(request: SummarizationRequest) -> tuple[str, str]:
         turns = _turns_for(request, transcript)

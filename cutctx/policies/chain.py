@@ -137,6 +137,10 @@ class PolicyChain:
     version = "1.0.0"
 
     def __init__(self, policies: Iterable[CompactionPolicy]) -> None:
+        if isinstance(policies, str | bytes) or not isinstance(policies, Iterable):
+            raise ValidationError(
+                f"policies must be an iterable of policies, got {type(policies).__name__}",
+                {"field": "policies"})
         members = tuple(policies)
         if not members:
             raise ValidationError("a PolicyChain needs at least one policy",

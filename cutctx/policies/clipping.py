@@ -6,6 +6,7 @@ import math
 
 from .._checks import require_int
 from .._clipping import clip_text
+from .._structure import require_inputs
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
 from ..types import CompactionBudget, CompactionPlan, Transcript, TranscriptTurn
@@ -52,6 +53,7 @@ class ToolResultClipPolicy:
         return min(caps)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        require_inputs(transcript, budget)
         cap = self.cap(budget)
 
         def body(_position: int, turn: TranscriptTurn) -> tuple[str, int] | None:

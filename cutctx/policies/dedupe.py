@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._canonical import sha256_of
 from .._replaced import CONTENT_KEY, is_final
+from .._structure import require_inputs
 from ..estimator import TokenEstimator
 from ..types import CompactionBudget, CompactionPlan, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results
@@ -39,6 +40,7 @@ class DeduplicateResultsPolicy:
                 f"{turn.token_estimate} tokens, sha256:{sha256_of(turn.content)}]")
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        require_inputs(transcript, budget)
         turns = transcript.turns
         latest: dict[str, int] = {}
         for position, turn in enumerate(turns):

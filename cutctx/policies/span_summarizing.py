@@ -29,8 +29,10 @@ class SpanSummarizingPolicy:
     0.1.0's ``SummarizingPolicy`` folds the whole oldest span, so a small overshoot summarizes
     almost everything. This one takes the oldest span's whole exchanges in order until the saving
     (span tokens - target) covers what is over, then stops; a span too small to cover it is taken
-    whole and the next one continues (one request each). With ``user_turns_last``, user turns are
-    never folded: a span passes over them and they stay, verbatim, after its summary.
+    whole and the next one continues (one request each). When every span folded at
+    ``target_ratio`` is still not enough, the summaries are asked to be shorter (at least
+    ``min_target_tokens``) rather than leave the rest to a drop. With ``user_turns_last``, user
+    turns are never folded: a span passes over them and they stay, verbatim, after its summary.
 
     >>> SpanSummarizingPolicy("cutctx/summary@1").name
     'span_summarizing'
@@ -40,7 +42,7 @@ class SpanSummarizingPolicy:
     version = "1.0.0"
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4, *,
-                 user_turns_last: bool = False) -> None:
+                 user_turns_last: bool = False, min_target_tokens: int = 64) -> None:
         self.prompt_id = require_text(prompt_id, "prompt_id")
         if isinstance(target_ratio, bool) or not isinstance(target_ratio, int | float) or not (
             math.isfinite(target_ratio) and target_ratio >= 0
@@ -53,6 +55,7 @@ class SpanSummarizingPolicy:
             raise ValidationError("user_turns_last must be True or False",
                                   {"field": "user_turns_last"})
         self.user_turns_last = user_turns_last
+        self.min_target_tokens = require_int(min_target_tokens, "min_target_tokens", minimum=1)
 
     def _target(self, tokens: int) -> int:
         return max(1, round(tokens * self.target_ratio))
@@ -69,6 +72,7 @@ class SpanSummarizingPolicy:
             def passed_over(position: int) -> bool:
                 return turns[position].role is Role.USER
         taken_ids = turn_id_set(transcript)
+        folds: list[tuple[list[int], int, tuple[str, ...], str]] = []
         for span in summary_spans(structure, passed_over) if need > 0 else ():
             if need <= 0:
                 break
@@ -76,18 +80,35 @@ class SpanSummarizingPolicy:
             if chosen is None:
                 continue
             tokens = sum(turns[p].token_estimate for p in chosen)
-            target = self._target(tokens)
             turn_ids = tuple(turns[p].turn_id for p in chosen)
             group_id = group_id_for(turn_ids)
             if SUMMARY_TURN_ID_PREFIX + group_id in taken_ids:
                 continue
+            folds.append((chosen, tokens, turn_ids, group_id))
+            need -= tokens - self._target(tokens)
+        targets = self._targets([tokens for _, tokens, _, _ in folds], need)
+        for (chosen, _tokens, turn_ids, group_id), target in zip(folds, targets, strict=True):
             for position in chosen:
                 actions[position] = TurnAction._trusted(turns[position].turn_id,
                                                         Action.SUMMARIZE, summary_group=group_id)
             requests.append(SummarizationRequest(group_id, turn_ids, target, self.prompt_id))
-            need -= tokens - target
         return build_plan(transcript, budget, actions, requests, policy_name=self.name,
                           policy_version=self.version)
+
+    def _targets(self, sizes: list[int], short: int) -> list[int]:
+        """Each fold's summary size: ``target_ratio`` of it; when folding every span at that
+        ratio still leaves the plan ``short`` tokens over, the targets shrink together (down to
+        ``min_target_tokens`` each) so that summaries, not drops, make it fit."""
+        targets = [self._target(size) for size in sizes]
+        total = sum(targets)
+        if short <= 0 or not targets:
+            return targets
+        allowed = max(total - short, self.min_target_tokens * len(targets))
+        if allowed >= total:
+            return targets
+        scaled = [max(self.min_target_tokens, target * allowed // total) for target in targets]
+        return [min(target, size - 1) if size > 1 else target
+                for target, size in zip(scaled, sizes, strict=True)]
 
     def _just_enough(self, span: list[int], structure: Structure, transcript: Transcript,
                      need: int) -> list[int] | None:
@@ -111,4 +132,5 @@ class SpanSummarizingPolicy:
 
     def __repr__(self) -> str:
         return (f"SpanSummarizingPolicy({self.prompt_id!r}, target_ratio={self.target_ratio}, "
-                f"min_span_turns={self.min_span_turns}, user_turns_last={self.user_turns_last})")
+                f"min_span_turns={self.min_span_turns}, user_turns_last={self.user_turns_last}, "
+                f"min_target_tokens={self.min_target_tokens})")

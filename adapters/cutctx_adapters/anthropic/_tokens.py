@@ -54,7 +54,7 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
-from .._estimators import chosen_estimator
+from .._estimators import check_model, chosen_estimator
 from .._images import Base64Bytes, image_size
 
 __all__ = [
@@ -106,6 +106,7 @@ _SKIPPED_KEYS = frozenset({"type", "id", "tool_use_id", "cache_control", "signat
 
 def calibration_for(model: str | None) -> float:
     """The tiktoken-to-Claude factor for ``model`` (None: ``CALIBRATION``)."""
+    model = check_model(model)
     if model and model.startswith(_NEW_TOKENIZER_MODELS):
         return NEW_TOKENIZER_CALIBRATION
     return CALIBRATION
@@ -113,6 +114,7 @@ def calibration_for(model: str | None) -> float:
 
 def image_limits(model: str | None) -> tuple[int, int]:
     """``(long edge px, patch budget)`` of ``model``'s native image resolution."""
+    model = check_model(model)
     if model and model.startswith(_HIGH_RES_MODELS):
         return _HIGH_RES_IMAGES
     return _STANDARD_IMAGES

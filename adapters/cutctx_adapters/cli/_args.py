@@ -94,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="default: mask old tool results, then summarize, then drop the "
                            "oldest; or one of them alone")
 
+    plan.add_argument("--no-keep-task", dest="keep_task", action="store_false", default=None,
+                      help="let the first user message (the task) be compacted like any other")
+    plan.add_argument("--no-keep-user-turns", dest="keep_user_turns", action="store_false",
+                      default=None, help="drop user messages with the oldest turns, not last")
+    plan.add_argument("--digest-tokens", type=_count, metavar="N",
+                      help="tokens of digest a masked tool result keeps (0: none; default 48)")
+    plan.add_argument("--max-result-tokens", type=_count, metavar="N",
+                      help="clip tool results over N tokens (default: a quarter of the budget)")
+    plan.add_argument("--strict", action="store_true", default=None,
+                      help="refuse (exit 2) rather than relax protection or clip the newest turn")
+
     table = _Parser(add_help=False)
     table.add_argument("--all", action="store_true",
                        help="show every row (long histories are elided in the middle)")

@@ -103,7 +103,8 @@ def compact(args: argparse.Namespace) -> int:
     policy = build_policy(args.policy, estimator, summarizer)
     result = doc.format.compact(
         doc.history, doc.side, doc.body, model=model, budget=budget.tokens, policy=policy,
-        summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent)
+        summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent,
+        settings=policy_settings(args))
     side, history = doc.format.output(result)
     write_json(args.output, doc.rebuild(side, history))
     report = result.report
@@ -123,6 +124,14 @@ def compact(args: argparse.Namespace) -> int:
     return EXIT_UNMET if report.budget_unmet else EXIT_OK
 
 
+def policy_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The policy keywords the command line sets (those it does not leave at the library's
+    defaults; ``count`` has none)."""
+    names = ("keep_task", "keep_user_turns", "digest_tokens", "max_result_tokens", "strict")
+    return {name: getattr(args, name) for name in names
+            if getattr(args, name, None) is not None}
+
+
 def _load(args: argparse.Namespace) -> Document:
     """Read and detect, then validate before anything is counted (no tokenizer needed)."""
     doc = load(args.file, args.format, args.max_bytes)
@@ -139,7 +148,7 @@ def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
           policy: CompactionPolicy | None, summarizer: Summarizer | None) -> Job:
     return doc.format.plan(doc.history, doc.side, doc.body, model=model, budget=budget,
                            policy=policy, summarizer=summarizer, pin=args.pin,
-                           keep_recent=args.keep_recent)
+                           keep_recent=args.keep_recent, settings=policy_settings(args))
 
 
 def _compact_summary(doc: Document, output: str, budget: Budget,

@@ -77,9 +77,11 @@ class Format:
 
     def plan(self, history: Any, side: Any, body: Mapping[str, Any] | None, *, model: str,
              budget: int, policy: CompactionPolicy | None, summarizer: Summarizer | None,
-             pin: Sequence[int] | None = None, keep_recent: int | None = None) -> Job:
-        """Convert, estimate and plan (summaries are not produced)."""
-        options = self._options(side, body, self.plan_keys)
+             pin: Sequence[int] | None = None, keep_recent: int | None = None,
+             settings: Mapping[str, Any] | None = None) -> Job:
+        """Convert, estimate and plan (summaries are not produced); ``settings`` are policy
+        keywords (``keep_task``, ``strict`` ...)."""
+        options = {**self._options(side, body, self.plan_keys), **(settings or {})}
         if keep_recent is not None:
             options["keep_recent"] = keep_recent
         job: Job = self.module().plan(history, model=model, budget=budget, policy=policy,
@@ -88,10 +90,10 @@ class Format:
 
     def compact(self, history: Any, side: Any, body: Mapping[str, Any] | None, *, model: str,
                 budget: int, policy: CompactionPolicy | None, summarizer: Summarizer | None,
-                pin: Sequence[int] | None = None,
-                keep_recent: int | None = None) -> CompactionResult:
+                pin: Sequence[int] | None = None, keep_recent: int | None = None,
+                settings: Mapping[str, Any] | None = None) -> CompactionResult:
         """Plan, fulfil with ``summarizer`` and apply."""
-        options = self._options(side, body, self.plan_keys)
+        options = {**self._options(side, body, self.plan_keys), **(settings or {})}
         if keep_recent is not None:
             options["keep_recent"] = keep_recent
         result: CompactionResult = self.module().compact(

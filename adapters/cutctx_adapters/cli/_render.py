@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._rows import SUMMARY, Row
-from ._visible import visible, visible_text
+from ._visible import visible
 
 __all__ = ["ELIDE_OVER", "InspectView", "make_console", "render_count", "render_inspect"]
 
@@ -210,3 +210,8 @@ class _Console(Console):
 def make_console(*, stderr: bool = False) -> Console:
     """A console for our output: no automatic highlighting of numbers and paths."""
     return _Console(stderr=stderr, highlight=False)
+
+
+def visible_text(text: str, style: str = "") -> Text:
+    """``visible(text)`` as a rich ``Text``: printed literally, never read as markup."""
+    return Text(visible(text), style=style)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rich.text import Text
-
-__all__ = ["visible", "visible_text"]
+__all__ = ["visible"]
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
@@ -28,8 +26,3 @@ def visible(text: str) -> str:
     'bash\\x1b[31m\\ud800'
     """
     return _UNPRINTABLE.sub(_escape, text)
-
-
-def visible_text(text: str, style: str = "") -> Text:
-    """``visible(text)`` as a rich ``Text``: printed literally, never read as markup."""
-    return Text(visible(text), style=style)
