@@ -30,8 +30,8 @@ from cutctx_adapters.stores import (
     aproduce_once,
     produce_once,
 )
-from tests._support.redis_server import REDIS_SERVER, RedisServer
-from tests._support.store_workers import race
+from tests._support.redis_server import RedisServer
+from tests._support.store_workers import locked_sqlite, race
 
 KINDS = ["memory", "sqlite", "redis"]
 MakeStore = Callable[..., Store]
@@ -39,32 +39,6 @@ _prefixes = itertools.count()
 
 
 # --- fixtures: the three stores -------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """One real redis-server for the session, on a free loopback port."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not on PATH (Debian: apt-get install redis-server)")
-    pytest.importorskip("redis", reason="redis-py is not installed (pip install 'cutctx[redis]')")
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def fresh_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of the test's own, free to be killed."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not on PATH (Debian: apt-get install redis-server)")
-    pytest.importorskip("redis", reason="redis-py is not installed (pip install 'cutctx[redis]')")
-    server = RedisServer(tmp_path).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=KINDS)
@@ -375,7 +349,7 @@ def _write_from_child(store: SQLiteStore) -> None:
 def test_a_locked_sqlite_file_raises_store_unavailable(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "store.db", busy_timeout=0.1)
     store.put("k", b"v")
-    with _locked(tmp_path / "store.db"):
+    with locked_sqlite(tmp_path / "store.db"):
         assert store.get("k") == b"v"  # WAL: readers never wait for the writer
         with pytest.raises(StoreUnavailable) as caught:
             store.put("k", b"w")
@@ -666,7 +640,7 @@ def test_redis_killed_while_a_worker_waits_degrades(fresh_redis: RedisServer) ->
 def test_locked_sqlite_degrades_with_a_warning_naming_the_store(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "store.db", busy_timeout=0.1)
     store.put("warm", b"up")
-    with _locked(tmp_path / "store.db"), pytest.warns(StoreWarning) as warned:
+    with locked_sqlite(tmp_path / "store.db"), pytest.warns(StoreWarning) as warned:
         assert produce_once(store, "k", lambda: b"local") == b"local"
     assert repr(store) in str(warned[0].message)
     store.close()
@@ -718,23 +692,6 @@ def test_processes_racing_on_one_key_produce_once(kind: str, tmp_path: Path,
 
 def _never() -> bytes:
     raise AssertionError("produce must not be called")
-
-
-class _locked:
-    """Hold an exclusive transaction on an SQLite file from another connection."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.db: sqlite3.Connection | None = None
-
-    def __enter__(self) -> None:
-        self.db = sqlite3.connect(self.path, isolation_level=None)
-        self.db.execute("BEGIN EXCLUSIVE")
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.db is not None
-        self.db.execute("ROLLBACK")
-        self.db.close()
 
 
 class _FailingOn:

@@ -22,6 +22,19 @@ def _free_port() -> int:
         return port
 
 
+def redis_client(port: int, **options: Any) -> redis.Redis:
+    """A client of the server on ``port`` failing fast (no retries, short timeouts), so the
+    fault tests stay quick; ``options`` override. Plain values only: worker processes call it."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    settings: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 1.0,
+                                "retry": Retry(NoBackoff(), 0)}
+    settings.update(options)
+    return redis.Redis(host="127.0.0.1", port=port, **settings)
+
+
 class RedisServer:
     """Start with ``start()``, make clients with ``client()``, stop with ``stop()`` (or kill)."""
 
@@ -44,15 +57,8 @@ class RedisServer:
         raise RuntimeError("redis-server did not answer PING")
 
     def client(self, **options: Any) -> redis.Redis:
-        """A client failing fast (no retries, short timeouts): the fault tests stay quick."""
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        settings: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 1.0,
-                                    "retry": Retry(NoBackoff(), 0)}
-        settings.update(options)
-        return redis.Redis(host="127.0.0.1", port=self.port, **settings)
+        """A client of this server failing fast (see ``redis_client``)."""
+        return redis_client(self.port, **options)
 
     def stop(self) -> None:
         process, self._process = self._process, None
