@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["require_finite_positive", "require_int", "require_text"]
+__all__ = ["require_finite_positive", "require_int", "require_ratio", "require_text"]
 
 
 def require_int(value: Any, field: str, *, minimum: int = 0) -> int:
@@ -39,4 +39,13 @@ def require_finite_positive(value: Any, field: str) -> float:
                               {"field": field})
     if not math.isfinite(value) or value <= 0:
         raise ValidationError(f"{field} must be a finite number > 0", {"field": field})
+    return float(value)
+
+
+def require_ratio(value: Any, field: str) -> float:
+    """``value`` as a finite float >= 0; bools are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+        math.isfinite(value) and value >= 0
+    ):
+        raise ValidationError(f"{field} must be a finite number >= 0", {"field": field})
     return float(value)

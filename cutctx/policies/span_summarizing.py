@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from .._checks import require_int, require_text
+from .._checks import require_int, require_ratio, require_text
 from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable, turn_id_set
 from ..errors import ValidationError
@@ -44,12 +42,7 @@ class SpanSummarizingPolicy:
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4, *,
                  user_turns_last: bool = False, min_target_tokens: int = 64) -> None:
         self.prompt_id = require_text(prompt_id, "prompt_id")
-        if isinstance(target_ratio, bool) or not isinstance(target_ratio, int | float) or not (
-            math.isfinite(target_ratio) and target_ratio >= 0
-        ):
-            raise ValidationError("target_ratio must be a finite number >= 0",
-                                  {"field": "target_ratio"})
-        self.target_ratio = float(target_ratio)
+        self.target_ratio = require_ratio(target_ratio, "target_ratio")
         self.min_span_turns = require_int(min_span_turns, "min_span_turns", minimum=1)
         if not isinstance(user_turns_last, bool):
             raise ValidationError("user_turns_last must be True or False",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from .._canonical import sha256_of
-from .._checks import require_int, require_text
+from .._checks import require_int, require_ratio, require_text
 from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable, turn_id_set
-from ..errors import ValidationError
 from ..types import (
     SUMMARY_TURN_ID_PREFIX,
     Action,
@@ -87,12 +85,7 @@ class SummarizingPolicy:
 
     def __init__(self, prompt_id: str, target_ratio: float = 0.2, min_span_turns: int = 4) -> None:
         self.prompt_id = require_text(prompt_id, "prompt_id")
-        if isinstance(target_ratio, bool) or not isinstance(target_ratio, int | float) or not (
-            math.isfinite(target_ratio) and target_ratio >= 0
-        ):
-            raise ValidationError("target_ratio must be a finite number >= 0",
-                                  {"field": "target_ratio"})
-        self.target_ratio = float(target_ratio)
+        self.target_ratio = require_ratio(target_ratio, "target_ratio")
         self.min_span_turns = require_int(min_span_turns, "min_span_turns", minimum=1)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
