@@ -25,13 +25,18 @@ from cutctx import (
     CompactionExecutor,
     CompactionPlan,
     CompactionPolicy,
+    DeduplicateResultsPolicy,
     DropOldestPolicy,
     ObservationMaskingPolicy,
     PolicyChain,
     Role,
+    SpanSummarizingPolicy,
     SummarizingPolicy,
+    ToolResultClipPolicy,
+    ToolResultMaskingPolicy,
     Transcript,
     TranscriptTurn,
+    UserLastDropPolicy,
     default_chain,
 )
 
@@ -182,7 +187,22 @@ summarizing_factories = st.builds(
 default_factories = st.builds(
     _default, st.integers(0, 3), st.sampled_from(TARGET_RATIOS), st.integers(1, 5)
 )
-leaf_factories = st.one_of(drop_factories, masking_factories, summarizing_factories)
+# the policies added after 0.1.0 (the adapters' chain is built from them)
+new_factories: st.SearchStrategy[PolicyFactory] = st.one_of(
+    st.builds(lambda cap, fraction: lambda: ToolResultClipPolicy(
+        cap, max_result_fraction=fraction), st.sampled_from((None, 1, 5, 40)),
+        st.sampled_from((0.05, 0.25, 1.0))),
+    st.just(DeduplicateResultsPolicy),
+    st.builds(lambda keep, digest: lambda: ToolResultMaskingPolicy(keep, digest_tokens=digest),
+              st.integers(0, 3), st.sampled_from((0, 8, 48))),
+    st.builds(lambda ratio, span, users, floor: lambda: SpanSummarizingPolicy(
+        "p", ratio, span, user_turns_last=users, min_target_tokens=floor),
+        st.sampled_from(TARGET_RATIOS), st.integers(1, 5), st.booleans(),
+        st.sampled_from((1, 64))),
+    st.just(UserLastDropPolicy),
+)
+leaf_factories = st.one_of(drop_factories, masking_factories, summarizing_factories,
+                           new_factories)
 chain_factories = st.one_of(
     st.builds(_chain, st.lists(leaf_factories, min_size=1, max_size=4)),
     # two summarizers in a row: the second may fold the first one's stand-in into its span
@@ -192,8 +212,15 @@ chain_factories = st.one_of(
     st.builds(lambda inner, rest: _chain([inner, *rest]), default_factories,
               st.lists(leaf_factories, max_size=2)),
 )
+adapters_chain_factories = st.builds(
+    lambda clip, keep, digest, users: _chain([
+        DeduplicateResultsPolicy, lambda: ToolResultClipPolicy(max_result_fraction=clip),
+        lambda: ToolResultMaskingPolicy(keep, digest_tokens=digest),
+        lambda: SpanSummarizingPolicy("p", user_turns_last=users), UserLastDropPolicy]),
+    st.sampled_from((0.1, 0.25)), st.integers(0, 3), st.sampled_from((0, 48)), st.booleans())
 policy_factories = st.one_of(
-    default_factories, chain_factories, summarizing_factories, masking_factories, drop_factories
+    default_factories, chain_factories, summarizing_factories, masking_factories, drop_factories,
+    new_factories, adapters_chain_factories,
 )
 
 

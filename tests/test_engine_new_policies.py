@@ -1,0 +1,218 @@
+"""The engine's policies added after 0.1.0, by example: the exact texts they put in place, and
+the rules that make compaction trustworthy (a replaced turn is final; user turns go last).
+
+Their invariants over generated transcripts are in ``test_engine_properties.py`` (the same
+properties as 0.1.0's policies); 0.1.0's own outputs are pinned by the goldens.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cutctx import (
+    Action,
+    CharRatioEstimator,
+    CompactionBudget,
+    CompactionExecutor,
+    DeduplicateResultsPolicy,
+    PolicyChain,
+    Role,
+    SpanSummarizingPolicy,
+    ToolResultClipPolicy,
+    ToolResultMaskingPolicy,
+    Transcript,
+    TranscriptTurn,
+    UserLastDropPolicy,
+    ValidationError,
+    clip_text,
+)
+from cutctx._canonical import sha256_of
+from cutctx._clipping import clip_marker
+from cutctx._digest import digest
+from cutctx._replaced import KIND_KEY, ORIGINAL_SHA256_KEY, ORIGINAL_TOKENS_KEY
+
+CHARS = CharRatioEstimator()
+
+
+def turn(turn_id: str, role: Role, content: str, call: str | None = None,
+         pinned: bool = False) -> TranscriptTurn:
+    return TranscriptTurn(turn_id, role, content, CHARS.estimate_tokens(content), call, pinned)
+
+
+def agent(*outputs: str) -> Transcript:
+    """A task, then one call and its result per output, then a final user message."""
+    turns = [turn("s", Role.SYSTEM, "You are an agent."), turn("u0", Role.USER, "Do the task.")]
+    for number, output in enumerate(outputs):
+        turns.append(turn(f"a{number}", Role.ASSISTANT, f"run step {number}", f"c{number}"))
+        turns.append(turn(f"r{number}", Role.TOOL, output, f"c{number}"))
+    turns.append(turn("u1", Role.USER, "Go on."))
+    return Transcript(tuple(turns))
+
+
+def view_of(transcript: Transcript, policy: object, budget: int, protected: int = 1) -> Transcript:
+    plan = policy.decide(transcript, CompactionBudget(budget, protected))  # type: ignore[attr-defined]
+    summaries = {r.group_id: "summary" for r in plan.summarization_requests}
+    return CompactionExecutor().apply(transcript, plan, summaries).transcript
+
+
+LOG = "\n".join(f"line {n}: building module {n}" for n in range(400))
+
+
+# --- clipping ----------------------------------------------------------------------------------
+
+def test_clip_keeps_whole_head_and_tail_lines_around_a_marker_naming_the_original() -> None:
+    tokens = CHARS.estimate_tokens(LOG)
+    text, estimate = clip_text(LOG, tokens, 200, CHARS)  # type: ignore[misc]
+    assert estimate <= 200 and estimate == CHARS.estimate_tokens(text)
+    head, _marker, tail = text.partition("[... cutctx clipped this tool result: ")
+    assert head.startswith("line 0: building module 0\n") and head.endswith("\n")
+    assert tail.splitlines()[-1] == "line 399: building module 399"
+    assert f"original: {tokens} tokens, sha256:{sha256_of(LOG)} ...]" in tail
+    assert all(line.startswith("line ") for line in head.splitlines())  # whole lines only
+
+
+def test_clip_marker_text() -> None:
+    assert clip_marker(1200, 40, 2000, "ab" * 32) == (
+        "[... cutctx clipped this tool result: 1200 tokens (40 lines) elided; original: 2000 "
+        f"tokens, sha256:{'ab' * 32} ...]")
+    assert clip_marker(1, 1, 2, "cd", "message").startswith("[... cutctx clipped this message:")
+
+
+def test_clip_returns_none_when_nothing_smaller_fits() -> None:
+    assert clip_text(LOG, CHARS.estimate_tokens(LOG), 10, CHARS) is None  # not even the marker
+    assert clip_text("short", 2, 100, CHARS) is None  # already small
+
+
+def test_clip_policy_clips_only_results_over_its_cap_and_records_the_original() -> None:
+    transcript = agent(LOG, "ok")
+    view = view_of(transcript, ToolResultClipPolicy(150, max_result_fraction=None), 1_000)
+    clipped = {t.turn_id: t for t in view.turns}["r0"]
+    assert clipped.metadata[KIND_KEY] == "clipped" and clipped.token_estimate <= 150
+    assert clipped.metadata[ORIGINAL_TOKENS_KEY] == str(CHARS.estimate_tokens(LOG))
+    assert clipped.metadata[ORIGINAL_SHA256_KEY] == sha256_of(LOG)
+    assert {t.turn_id: t for t in view.turns}["r1"].content == "ok"
+
+
+def test_clip_policy_needs_a_cap() -> None:
+    with pytest.raises(ValidationError):
+        ToolResultClipPolicy(None, max_result_fraction=None)
+
+
+# --- deduplication -----------------------------------------------------------------------------
+
+def test_a_result_identical_to_a_later_one_names_it() -> None:
+    same = "x" * 400
+    transcript = agent(same, "different", same)
+    view = view_of(transcript, DeduplicateResultsPolicy(), 150)
+    by_id = {t.turn_id: t for t in view.turns}
+    assert by_id["r0"].content == (
+        f"[duplicate tool result: identical to turn r2; original: 100 tokens, "
+        f"sha256:{sha256_of(same)}]")
+    assert by_id["r0"].metadata[KIND_KEY] == "deduplicated"
+    assert by_id["r2"].content == same  # the later copy is what stays
+
+
+def test_results_that_only_look_alike_are_not_deduplicated() -> None:
+    transcript = agent("x" * 400, "x" * 401)
+    view = view_of(transcript, DeduplicateResultsPolicy(), 100)
+    assert all(KIND_KEY not in t.metadata for t in view.turns)
+
+
+# --- masking with a digest ----------------------------------------------------------------------
+
+def test_a_stub_names_the_original_and_keeps_a_digest() -> None:
+    output = "collecting tests\n" + "." * 2_000 + "\nFAILED test_io.py::test_read - E1432\n3 passed"
+    transcript = agent(output, "ok", "ok")
+    view = view_of(transcript, ToolResultMaskingPolicy(1, digest_tokens=48), 60)
+    stub = {t.turn_id: t for t in view.turns}["r0"].content
+    first, *rest = stub.split("\n")
+    assert first == (f"[tool result masked by cutctx] (original: "
+                     f"{CHARS.estimate_tokens(output)} tokens, sha256:{sha256_of(output)})")
+    assert rest[0] == "collecting tests" and "FAILED test_io.py::test_read - E1432" in rest
+
+
+def test_digest_tokens_zero_gives_the_plain_stub() -> None:
+    transcript = agent(LOG, "ok", "ok")
+    stub = {t.turn_id: t for t in view_of(
+        transcript, ToolResultMaskingPolicy(1, digest_tokens=0), 60).turns}["r0"].content
+    assert "\n" not in stub and stub.startswith("[tool result masked by cutctx] (original: ")
+
+
+def test_digest_is_within_its_cap_and_in_order() -> None:
+    text = "start\nnoise\nERROR disk full\nnoise\nresult: 42 passed\nend"
+    assert digest(text, 100, CHARS) == "start\nERROR disk full\nresult: 42 passed\nend"
+    assert CHARS.estimate_tokens(digest(LOG, 20, CHARS)) <= 20
+    assert digest(LOG, 0, CHARS) == ""
+
+
+# --- finality ----------------------------------------------------------------------------------
+
+def test_a_replaced_turn_is_never_replaced_again() -> None:
+    """Masking the view of an earlier compaction leaves its stubs and clips' figures alone."""
+    transcript = agent(LOG, "y" * 800, "z" * 800)
+    policy = PolicyChain([DeduplicateResultsPolicy(), ToolResultClipPolicy(100),
+                          ToolResultMaskingPolicy(0, digest_tokens=8)])
+    first = view_of(transcript, policy, 400)
+    again = view_of(first, policy, 150)
+    before = {t.turn_id: t for t in first.turns}
+    for later in again.turns:
+        earlier = before.get(later.turn_id)
+        if earlier is not None and earlier.metadata.get(KIND_KEY) == "masked":
+            assert later.content == earlier.content  # a stub stays the same bytes
+        if later.metadata.get(KIND_KEY) in ("masked", "clipped"):
+            original = {t.turn_id: t for t in transcript.turns}[later.turn_id]
+            assert sha256_of(original.content) in later.content  # names the real original
+
+
+# --- user turns last ----------------------------------------------------------------------------
+
+def test_user_last_drops_assistant_and_tool_turns_before_user_turns() -> None:
+    turns = [turn("u0", Role.USER, "Requirement: use UTC everywhere.", pinned=True)]
+    for n in range(6):
+        turns += [turn(f"a{n}", Role.ASSISTANT, "thinking " * 40),
+                  turn(f"u{n + 1}", Role.USER, f"Also remember rule {n}.")]
+    transcript = Transcript(tuple(turns))
+    view = view_of(transcript, UserLastDropPolicy(), 120)
+    kept = [t.turn_id for t in view.turns]
+    assert all(t.startswith("u") for t in kept[:-1])  # every assistant went before a user
+    assert "u0" in kept and len([k for k in kept if k.startswith("u")]) == 7
+
+
+# --- just-enough summaries -----------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(over=st.integers(1, 900))
+def test_span_summaries_fold_just_enough(over: int) -> None:
+    transcript = agent(*("o" * 400 for _ in range(10)))
+    budget = transcript.token_estimate() - over
+    plan = SpanSummarizingPolicy("p", min_span_turns=2).decide(
+        transcript, CompactionBudget(budget, 1))
+    folded = [a for a in plan.actions if a.action is Action.SUMMARIZE]
+    assert folded, "over the budget: something is folded"
+    saved = sum(t.token_estimate for t in transcript.turns
+                if t.turn_id in {a.turn_id for a in folded}) - sum(
+        r.target_tokens for r in plan.summarization_requests)
+    assert saved >= over
+    assert saved - over < 2 * 105  # no more than one exchange (plus its summary share) extra
+
+
+def test_span_summaries_pass_over_user_turns_when_asked() -> None:
+    transcript = agent(*("o" * 400 for _ in range(4)))
+    turns = list(transcript.turns)
+    turns.insert(4, turn("note", Role.USER, "Keep the logs."))
+    transcript = Transcript(tuple(turns))
+    plan = SpanSummarizingPolicy("p", min_span_turns=2, user_turns_last=True).decide(
+        transcript, CompactionBudget(200, 1))
+    actions = {a.turn_id: a.action for a in plan.actions}
+    assert actions["note"] is Action.KEEP and actions["u0"] is Action.KEEP
+    assert any(action is Action.SUMMARIZE for action in actions.values())
+
+
+def test_summaries_get_shorter_rather_than_leave_a_drop() -> None:
+    transcript = agent(*("o" * 400 for _ in range(10)))
+    plan = SpanSummarizingPolicy("p", min_span_turns=2, min_target_tokens=16).decide(
+        transcript, CompactionBudget(100, 1))
+    assert plan.summarization_requests and not plan.budget_unmet
+    assert all(r.target_tokens >= 16 for r in plan.summarization_requests)
