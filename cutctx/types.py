@@ -163,6 +163,35 @@ class Transcript:
             seen.add(turn.turn_id)
         object.__setattr__(self, "turns", turns)
 
+    def extended(self, turns: Iterable[TranscriptTurn]) -> Transcript:
+        """This transcript with ``turns`` appended; only the new turns are checked (the rest
+        were when this one was made), so a growing history costs what it appends.
+
+        >>> t = Transcript((TranscriptTurn("a", Role.USER, "hi", 1),))
+        >>> t.extended([TranscriptTurn("b", Role.ASSISTANT, "hello", 2)]).turn_ids()
+        ('a', 'b')
+        """
+        more = tuple(turns)
+        seen: set[str] | None = self._derived.get("ids")
+        if seen is None:
+            seen = self._derived["ids"] = {turn.turn_id for turn in self.turns}
+        fresh: set[str] = set()
+        for offset, turn in enumerate(more):
+            index = len(self.turns) + offset
+            if not isinstance(turn, TranscriptTurn):
+                raise ValidationError("turns must be TranscriptTurn values", {"index": index})
+            if turn.turn_id in seen or turn.turn_id in fresh:
+                raise ValidationError("duplicate turn id",
+                                      {"turn_id": turn.turn_id, "index": index})
+            fresh.add(turn.turn_id)
+        out = object.__new__(Transcript)
+        object.__setattr__(out, "turns", self.turns + more)
+        object.__setattr__(out, "_derived", {"ids": seen | fresh})
+        total = self._derived.get(("tokens", None))
+        if total is not None:
+            out._derived[("tokens", None)] = total + sum(turn.token_estimate for turn in more)
+        return out
+
     def token_estimate(self) -> int:
         """Sum of the turns' estimates (computed once: policies and checks ask repeatedly)."""
         total: int | None = self._derived.get(("tokens", None))

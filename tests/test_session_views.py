@@ -228,3 +228,35 @@ def test_anthropic_omitted_note_is_counted_in_the_budget(seed: int, rounds: int,
         sent = measured(fmt, prepared.request, estimator)
         budget = prepared.report.prompt_budget
         assert budget is not None and (sent <= budget or prepared.report.budget_unmet)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(3, 25), keep_task=st.booleans(),
+       pin=st.sampled_from([None, [0], [3, 40], "callable"]))
+def test_a_chat_history_read_on_from_a_known_one_converts_as_a_whole(
+        seed: int, rounds: int, keep_task: bool, pin: Any) -> None:
+    """What a session reads of a growing history (only the appended messages) converts to
+    exactly what converting the whole history gives: turns, parts, task, exchanges."""
+    pins: Any = (lambda message, index: index % 7 == 3) if pin == "callable" else pin
+    run = chat_run(seed, rounds)
+    fmt = chat.FORMAT
+    assert fmt.extend is not None
+    calls = run.calls()
+    def within(count: int) -> Any:  # as a session applies index pins to a growing history
+        return pins if not isinstance(pins, list) else [i for i in pins if i < count]
+
+    extended = 0
+    for before, after in zip(calls, calls[1:], strict=False):
+        known = fmt.to_transcript(before, None, CharRatioEstimator(), within(len(before)),
+                                  keep_task)
+        whole = fmt.to_transcript(after, None, CharRatioEstimator(), within(len(after)),
+                                  keep_task)
+        grown = fmt.extend(known, after, len(before), None, CharRatioEstimator(),
+                           within(len(after)), keep_task)
+        if grown is None:  # a call still open where the known history ends
+            continue
+        extended += 1
+        assert grown.transcript == whole.transcript
+        assert dict(grown.parts) == dict(whole.parts)
+        assert grown.task_turn_id == whole.task_turn_id
+    assert extended or len(calls) < 2

@@ -38,6 +38,7 @@ __all__ = [
     "check_call_pairs",
     "convert",
     "copy_plain",
+    "extend",
     "invalid",
     "plain_tools",
     "to_plain",
@@ -341,8 +342,48 @@ def convert(
     task = _task_index(parts) if keep_task else None
     if task is not None:
         pinned.add(task)
+    turns, by_id, task_turn_id = _turns_of(codec, parts, pinned, task, _exchange_ids(parts))
+    return Conversion(Transcript(tuple(turns)), by_id, codec, task_turn_id)
+
+
+def extend(
+    previous: Conversion[Out],
+    parts: Sequence[Part],
+    messages: Sequence[Mapping[str, Any]],
+    pin: PinSpec = None,
+    keep_task: bool = False,
+) -> Conversion[Out] | None:
+    """``previous`` (a conversion of the first messages, ending where no tool call is open)
+    continued by ``parts`` (the rest, read with their indexes in the whole list): what
+    ``convert`` gives for all of them, at the cost of the new parts. None when pins could
+    move (an index counted from the end), so the caller converts the whole list.
+    """
+    if pin is not None and not callable(pin) and any(
+            isinstance(index, int) and index < 0 for index in pin):
+        return None
+    start = parts[0].index if parts else len(messages)
+    if callable(pin):
+        pinned = {index for index in range(start, len(messages)) if pin(messages[index], index)}
+    else:
+        pinned = {index for index in _pinned_indexes(pin, messages, previous.codec.noun)
+                  if index >= start}
+    task = None
+    if keep_task and previous.task_turn_id is None:
+        task = _task_index(parts)
+        if task is not None:
+            pinned.add(task)
+    turns, by_id, task_turn_id = _turns_of(
+        previous.codec, parts, pinned, task,
+        _exchange_ids(parts, start=len(previous.transcript.turns)))
+    return Conversion(previous.transcript.extended(turns), {**previous.parts, **by_id},
+                      previous.codec, previous.task_turn_id or task_turn_id)
+
+
+def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,
+              correlation: Sequence[str | None]
+              ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None]:
+    """The engine turns of ``parts``, the parts by turn id, and the task's turn id."""
     task_turn_id: str | None = None
-    correlation = _exchange_ids(parts)
     turns: list[TranscriptTurn] = []
     by_id: dict[str, Part] = {}
     for position, part in enumerate(parts):
@@ -357,7 +398,7 @@ def convert(
                                     correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:
             task_turn_id = turn_id
-    return Conversion(Transcript(tuple(turns)), by_id, codec, task_turn_id)
+    return turns, by_id, task_turn_id
 
 
 def _task_index(parts: Sequence[Part]) -> int | None:
@@ -387,8 +428,10 @@ def _pinned_indexes(pin: PinSpec, messages: Sequence[Mapping[str, Any]], noun: s
     return out
 
 
-def _exchange_ids(parts: Sequence[Part]) -> list[str | None]:
-    """Union the parts that share a call id or link key; each group of two or more gets an id."""
+def _exchange_ids(parts: Sequence[Part], start: int = 0) -> list[str | None]:
+    """Union the parts that share a call id or link key; each group of two or more gets an id.
+
+    ``start``: the position of the first of ``parts`` in the whole history (for an extension)."""
     parent = list(range(len(parts)))
 
     def find(x: int) -> int:
@@ -419,7 +462,7 @@ def _exchange_ids(parts: Sequence[Part]) -> list[str | None]:
             out.append(None)
             continue
         if root not in names:
-            names[root] = next(iter(_keys(parts[root])), f"x{root}")
+            names[root] = next(iter(_keys(parts[root])), f"x{root + start}")
         out.append(names[root])
     return out
 

@@ -69,6 +69,11 @@ class HistoryFormat:
         lambda conv, estimator, overhead: {})
     """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
     ``plan`` passes them, so a session plans exactly like the functional API."""
+    extend: Callable[[Conversion[Any], Any, int, Any, TokenEstimator, PinSpec, bool],
+                     Conversion[Any] | None] | None = None
+    """(previous conversion of ``items[:known]``, items, known, side, estimator, pin, keep_task)
+    -> the conversion of all items, reading only the new ones; None when it cannot (then the
+    whole list is converted). Formats without it are converted whole on every call."""
     read_item: Callable[[Any, int], Any] = lambda item, index: item
     """An item as the caller gave it, made ready for ``to_plain`` (Anthropic reads base64 data
     given as files, as its SDK does); the identity elsewhere."""

@@ -25,6 +25,7 @@ from .._conversion import (
     check_call_pairs,
     convert,
     copy_plain,
+    extend,
     invalid,
     plain_tools,
     to_plain,
@@ -156,13 +157,15 @@ def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], 
     return tuple(ids), names, "\n".join(lines)
 
 
-def _parts(messages: Sequence[Any], estimator: TokenEstimator) -> list[Part]:
-    """One part per message of a plain (``to_plain``-copied) history, validated on the way."""
+def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -> list[Part]:
+    """One part per message of a plain (``to_plain``-copied) history, validated on the way.
+
+    ``start``: read from that message on (the ones before end with no tool call open)."""
     parts: list[Part] = []
     tool_names: dict[str, str] = {}
     last_function_call: int | None = None
     last_caller = -1
-    for index, message in enumerate(messages):
+    for index, message in enumerate(messages[start:], start=start):
         if not isinstance(message, dict):
             raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
         role_name = message.get("role")
@@ -251,6 +254,30 @@ def to_transcript(
     plain = _plain_messages(messages)
     parts = _parts(plain, chosen_estimator(estimator, model))
     return convert(ChatCodec(summary_role), parts, plain, pin, keep_task)
+
+
+def _extended(previous: Conversion[list[dict[str, Any]]], items: Sequence[Any], known: int,
+              estimator: TokenEstimator, pin: PinSpec,
+              keep_task: bool) -> Conversion[list[dict[str, Any]]] | None:
+    """``previous`` (of ``items[:known]``, plain) continued by the rest, reading only the rest;
+    None where that cannot be told apart from converting everything (a tool call still open
+    at ``known``, pins counted from the end)."""
+    if not _ends_closed(previous):
+        return None
+    return extend(previous, _parts(items, estimator, known), items, pin, keep_task)
+
+
+def _ends_closed(conv: Conversion[Any]) -> bool:
+    """Whether no tool call is open at the end of ``conv``'s history. Chat results follow their
+    call at once, so this is read from the end back to the last message that is not a result."""
+    answers = 0
+    for turn in reversed(conv.transcript.turns):
+        part = conv.parts[turn.turn_id]
+        if part.kind in ("tool", "function"):
+            answers += 1
+            continue
+        return answers == len(part.calls) + (1 if part.links else 0)
+    return answers == 0
 
 
 def validate(messages: Sequence[Any]) -> None:
@@ -375,5 +402,7 @@ FORMAT = HistoryFormat(
     overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
     output_allowance=reply_allowance("max_completion_tokens", "max_tokens"),
     planning=_planning,
+    extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
+        previous, items, known, estimator, pin, keep_task),
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

@@ -10,6 +10,7 @@ masked again and keeps their figures naming the original.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -19,7 +20,7 @@ from cutctx import Transcript, TranscriptTurn
 
 from .._conversion import KIND_KEY, Conversion, Part
 
-__all__ = ["EMPTY", "Ledger", "closed_boundaries", "project"]
+__all__ = ["EMPTY", "Ledger", "closed_boundaries", "positions_of", "project", "running_sums"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class Ledger:
     """Turns of the history's conversion the view stands for (a message may be several)."""
     tokens: int
     """Prompt tokens of the view as rendered at that event (overhead included)."""
+    positions: tuple[int | None, ...] = ()
+    """Where each view turn stands in the history's conversion (None: a summary), so that a
+    later call finds them without indexing the whole history; empty: look them up by id."""
 
     @property
     def empty(self) -> bool:
@@ -52,10 +56,8 @@ def project(conv: Conversion[Any], ledger: Ledger) -> Conversion[Any]:
     if ledger.empty:
         return conv
     turns = conv.transcript.turns
-    current = {turn.turn_id: turn for turn in turns[:ledger.covered_turns]}
     head: list[TranscriptTurn] = []
-    for turn in ledger.view:
-        now = current.get(turn.turn_id)
+    for turn, now in zip(ledger.view, _current(turns, ledger), strict=True):
         if now is None:  # a summary: no turn of the history stands behind it
             head.append(turn)
         elif KIND_KEY not in turn.metadata:
@@ -68,21 +70,56 @@ def project(conv: Conversion[Any], ledger: Ledger) -> Conversion[Any]:
     return replace(conv, transcript=projected)
 
 
-def closed_boundaries(conv: Conversion[Any]) -> list[tuple[int, int]]:
+def positions_of(view: Sequence[TranscriptTurn], turns: Sequence[TranscriptTurn]
+                 ) -> tuple[int | None, ...]:
+    """Where each of ``view``'s turns stands in ``turns`` (None for a summary)."""
+    where = {turn.turn_id: position for position, turn in enumerate(turns)}
+    return tuple(where.get(turn.turn_id) for turn in view)
+
+
+def _current(turns: Sequence[TranscriptTurn], ledger: Ledger) -> list[TranscriptTurn | None]:
+    """The history's turn behind each of the ledger's view turns (None for a summary): by the
+    recorded positions when they still hold (a history only grows), else by id."""
+    covered = ledger.covered_turns
+    if len(ledger.positions) == len(ledger.view):
+        found = [None if position is None else turns[position]
+                 for position in ledger.positions]
+        if all((position is None) == (now is None)
+               and (now is None or (position is not None and position < covered
+                                    and now.turn_id == turn.turn_id))
+               for turn, position, now in zip(ledger.view, ledger.positions, found,
+                                              strict=True)):
+            return found
+    by_id = {turn.turn_id: turn for turn in turns[:covered]}
+    return [by_id.get(turn.turn_id) for turn in ledger.view]
+
+
+def closed_boundaries(conv: Conversion[Any], start: int = 0) -> list[tuple[int, int]]:
     """Where the history could end as a request: ``(items, turns)`` after each item that leaves
     no tool call unanswered, in order. Derived from the history alone, so every process that
-    sees it finds the same points."""
-    parts = [conv.parts[turn.turn_id] for turn in conv.transcript.turns]
+    sees it finds the same points. ``start``: only from that turn on (no call open before it).
+    """
+    parts = [conv.parts[turn.turn_id] for turn in conv.transcript.turns[start:]]
     out: list[tuple[int, int]] = []
     open_calls = 0
-    for position, part in enumerate(parts):
+    for position, part in enumerate(parts, start=start):
         open_calls += len(part.calls) - len(part.answers)
         if part.index < 0:
             continue  # a side turn (system, instructions): before every item
-        last_of_item = position + 1 == len(parts) or parts[position + 1].index != part.index
+        last_of_item = (position + 1 == start + len(parts)
+                        or parts[position + 1 - start].index != part.index)
         if last_of_item and open_calls == 0:
             out.append((part.index + 1, position + 1))
     return out
+
+
+def running_sums(conv: Conversion[Any], start: int, sums: list[int]) -> list[int]:
+    """``sums`` (the running token sums of ``conv``'s first ``start`` turns, 0 first) continued
+    over the rest of its turns."""
+    more = itertools.accumulate((turn.token_estimate for turn in conv.transcript.turns[start:]),
+                                initial=sums[-1])
+    next(more)  # the initial value: already the last of ``sums``
+    return [*sums, *more]
 
 
 def turns_before(parts: Sequence[Part], items: int) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,14 @@ from .._windows import prompt_budget
 from ..fulfil import AnySummarizer
 from ..stores import MemoryStore, Store
 from ._known import Known, KnownHistories, chain_keys, text_size
-from ._ledger import EMPTY, Ledger, closed_boundaries, project
+from ._ledger import (
+    EMPTY,
+    Ledger,
+    closed_boundaries,
+    positions_of,
+    project,
+    running_sums,
+)
 from ._reports import CallReport, Decision, Prepared
 from ._settings import check_settings, fraction_or_tokens
 from ._summaries import SharedSummaries
@@ -62,25 +70,40 @@ class _Call:
     known: Known | None
     known_items: int
     """Items of the history the known state answered (0 when none was found)."""
+    boundaries: list[tuple[int, int]]
+    """``closed_boundaries(conv)``: where the history could end as a request."""
+    sums: list[int]
+    """Running token sums of ``conv``'s turns (0 first)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Recent:
-    """The last history read, to skip re-reading the part of the next one that repeats it."""
+    """The last history read, to read of the next one only what it appends."""
 
-    seed: str
     raw: list[Callable[[], Any] | None]
     """The caller's items that are objects (SDK models), weakly: the session holds none of
     them; None for a dict, recognised by its content."""
     plain: list[dict[str, Any]]
     """The plain copies of the items, as converted."""
-    chain: list[str]
+    reading: tuple[Any, ...]
+    """What the conversion depended on besides the items: side, estimator, pins, task."""
+    conv: Conversion[Any]
+    boundaries: list[tuple[int, int]]
+    """``closed_boundaries(conv)``."""
+    sums: list[int]
+    """Running token sums of ``conv``'s turns (0 first)."""
+    seed: str | None = None
+    chain: list[str] = field(default_factory=list)
+    objects: int = 0
+    """How many of the items were objects (not dicts)."""
 
     def reusable(self, raw: Sequence[Any]) -> int:
         """How many leading items of ``raw`` are those read last time, unchanged: a dict equal
         to its copy (an edit made in place is seen), an object that is the very same one (SDK
         models are taken as the values they were)."""
         count = min(len(raw), len(self.raw))
+        if self.objects == 0 and raw[:count] == self.plain[:count]:
+            return count  # plain dicts all along: one comparison, in C
         for index in range(count):
             item, held = raw[index], self.raw[index]
             if type(item) is dict:
@@ -199,8 +222,10 @@ class CompactionSession:
                 job = steps.send(_run(job, summarizer))
         except StopIteration as done:
             walked: _Walked = done.value
-        extra = self._over_budget_job(call, walked)
-        return self._prepared(call, walked, None if extra is None else _run(extra, summarizer))
+        view = self._view(call, walked)
+        extra = self._over_budget_job(call, walked, view)
+        return self._prepared(call, walked, view,
+                              None if extra is None else _run(extra, summarizer))
 
     async def aprepare(self, request: Mapping[str, Any] | None = None,
                        **fields: Any) -> Prepared:
@@ -217,9 +242,10 @@ class CompactionSession:
                 job = steps.send(await _arun(job, summarizer))
         except StopIteration as done:
             walked: _Walked = done.value
-        extra = self._over_budget_job(call, walked)
+        view = self._view(call, walked)
+        extra = self._over_budget_job(call, walked, view)
         result = None if extra is None else await _arun(extra, summarizer)
-        return self._prepared(call, walked, result)
+        return self._prepared(call, walked, view, result)
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -244,6 +270,8 @@ class CompactionSession:
         if isinstance(raw, str):
             items: list[dict[str, Any]] = []
             conv = fmt.to_transcript(raw, side, estimator, self._pins_for(1), self.keep_task)
+            boundaries = closed_boundaries(conv)
+            sums = running_sums(conv, 0, [0])
         else:
             if raw is None or isinstance(raw, bytes | Mapping) or not isinstance(raw, Sequence):
                 raise ValidationError(f"{fmt.list_key} must be a list",
@@ -252,8 +280,11 @@ class CompactionSession:
             items = [*(() if recent is None else recent.plain[:reused]),
                      *(to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
                        for i, item in enumerate(raw[reused:], start=reused))]
-            conv = fmt.to_transcript(items, side, estimator, self._pins_for(len(items)),
-                                     self.keep_task)
+            pins = self._pins_for(len(items))
+            reading = (to_plain(side), estimator, pins if callable(pins) or pins is None
+                       else tuple(sorted(pins)), self.keep_task)
+            conv, boundaries, sums = self._convert(items, side, estimator, pins, reading,
+                                                   recent, reused)
         overhead = fmt.overhead(request, estimator)
         budget = self._budget(request, model)
         trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
@@ -261,6 +292,7 @@ class CompactionSession:
         target = min(fraction_or_tokens(self.target, budget, "target"), trigger)
         chain: list[str] = []
         found = None
+        seed = None
         if self.sticky and items:
             seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
                                 overhead])
@@ -270,11 +302,37 @@ class CompactionSession:
                     items[reused:], seed, recent.chain[reused - 1] if reused else None)]
             else:
                 chain = chain_keys(items, seed)
-            self._recent = _Recent(seed, [_held(item) for item in raw], items, chain)
             found = self._known.longest_prefix(chain)
+        if items:
+            held = [*(() if recent is None else recent.raw[:reused]),
+                    *(_held(item) for item in raw[reused:])]
+            kept = 0 if recent is None or not recent.objects else sum(
+                held is not None for held in recent.raw[:reused])
+            objects = kept + sum(type(item) is not dict for item in raw[reused:])
+            self._recent = _Recent(held, items, reading, conv, boundaries, sums, seed, chain,
+                                   objects)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
-                     0 if found is None else found[0])
+                     0 if found is None else found[0], boundaries, sums)
+
+    def _convert(self, items: list[dict[str, Any]], side: Any, estimator: TokenEstimator,
+                 pins: PinSpec, reading: tuple[Any, ...], recent: _Recent | None,
+                 reused: int) -> tuple[Conversion[Any], list[tuple[int, int]], list[int]]:
+        """The conversion of ``items`` (with its closed boundaries and running sums): reading
+        only what follows the last call's history when the format can and this one extends it
+        unchanged; the whole list otherwise."""
+        fmt = self.format
+        if (recent is not None and fmt.extend is not None and reused
+                and reused == len(recent.plain) and recent.reading[1] is reading[1]
+                and recent.reading[0] == reading[0] and recent.reading[2:] == reading[2:]):
+            conv = fmt.extend(recent.conv, items, reused, side, estimator, pins,
+                              self.keep_task)
+            if conv is not None:
+                known = len(recent.conv.transcript.turns)
+                return (conv, [*recent.boundaries, *closed_boundaries(conv, known)],
+                        running_sums(conv, known, recent.sums))
+        conv = fmt.to_transcript(items, side, estimator, pins, self.keep_task)
+        return conv, closed_boundaries(conv), running_sums(conv, 0, [0])
 
     def _pins_for(self, count: int) -> PinSpec:
         """Index pins as they apply to a history of ``count`` items: a session sees its history
@@ -301,11 +359,11 @@ class CompactionSession:
         """Measure the view at every point the history could end; compact where it is over the
         trigger. Resumes after the known state's history: points before it were walked then."""
         ledger = call.known.ledger if call.known is not None else EMPTY
-        turns = call.conv.transcript.turns
-        sums = [0, *itertools.accumulate(turn.token_estimate for turn in turns)]
-        points = closed_boundaries(call.conv)
+        sums = call.sums
+        points = call.boundaries
         if not self.sticky:
             points = points[-1:]
+        points = points[bisect_right(points, (call.known_items, len(sums))):]
         events, last, over = 0, None, 0
         replaced: list[Replacement] = []
         for items, count in points:
@@ -327,7 +385,8 @@ class CompactionSession:
             result = yield job
             tokens = (result.measured_tokens if result.measured_tokens is not None
                       else result.tokens_after)
-            ledger = Ledger(result.view.turns, items, count, tokens)
+            ledger = Ledger(result.view.turns, items, count, tokens,
+                            positions_of(result.view.turns, conv.transcript.turns))
             events, last, over = events + 1, result, total
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
@@ -365,11 +424,11 @@ class CompactionSession:
 
     # --- what is sent -------------------------------------------------------------------------
 
-    def _over_budget_job(self, call: _Call, walked: _Walked) -> Job | None:
+    def _over_budget_job(self, call: _Call, walked: _Walked,
+                         view: tuple[Any, int]) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
         budget (estimates of appended turns ran short); it is not remembered, so the view
         every process derives from the history stays the same."""
-        view = self._view(call, walked)
         if view[1] <= call.budget or (walked.last is not None and walked.ledger.covered_items \
                 == len(call.items)):
             return None
@@ -387,10 +446,10 @@ class CompactionSession:
         projected = project(call.conv, ledger)
         return projected.render(projected.transcript), walked.tokens
 
-    def _prepared(self, call: _Call, walked: _Walked,
+    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int],
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
-        rendered, tokens = self._view(call, walked)
+        rendered, tokens = view
         if one_off is not None:
             rendered = one_off.rendered
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
@@ -406,7 +465,7 @@ class CompactionSession:
         last = one_off or walked.last
         report = CallReport(
             decision, reason, fmt.name, call.model, call.budget, call.trigger, call.target,
-            call.conv.transcript.token_estimate() + call.overhead, tokens,
+            call.sums[-1] + call.overhead, tokens,
             _common_prefix(call.known.sent if call.known is not None else None, sent),
             None if last is None else last.report,
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
