@@ -9,6 +9,7 @@ Property tests over agent sessions in all three formats.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -246,7 +247,7 @@ def test_a_chat_history_read_on_from_a_known_one_converts_as_a_whole(
         return pins if not isinstance(pins, list) else [i for i in pins if i < count]
 
     extended = 0
-    for before, after in zip(calls, calls[1:], strict=False):
+    for before, after in itertools.pairwise(calls):
         known = fmt.to_transcript(before, None, CharRatioEstimator(), within(len(before)),
                                   keep_task)
         whole = fmt.to_transcript(after, None, CharRatioEstimator(), within(len(after)),
