@@ -231,16 +231,17 @@ def test_anthropic_omitted_note_is_counted_in_the_budget(seed: int, rounds: int,
         assert budget is not None and (sent <= budget or prepared.report.budget_unmet)
 
 
+@pytest.mark.parametrize("name", ["chat", "responses"])
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), rounds=st.integers(3, 25), keep_task=st.booleans(),
        pin=st.sampled_from([None, [0], [3, 40], "callable"]))
-def test_a_chat_history_read_on_from_a_known_one_converts_as_a_whole(
-        seed: int, rounds: int, keep_task: bool, pin: Any) -> None:
+def test_a_history_read_on_from_a_known_one_converts_as_a_whole(
+        name: str, seed: int, rounds: int, keep_task: bool, pin: Any) -> None:
     """What a session reads of a growing history (only the appended messages) converts to
     exactly what converting the whole history gives: turns, parts, task, exchanges."""
     pins: Any = (lambda message, index: index % 7 == 3) if pin == "callable" else pin
-    run = chat_run(seed, rounds)
-    fmt = chat.FORMAT
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, rounds)
     assert fmt.extend is not None
     calls = run.calls()
     def within(count: int) -> Any:  # as a session applies index pins to a growing history
@@ -248,11 +249,11 @@ def test_a_chat_history_read_on_from_a_known_one_converts_as_a_whole(
 
     extended = 0
     for before, after in itertools.pairwise(calls):
-        known = fmt.to_transcript(before, None, CharRatioEstimator(), within(len(before)),
+        known = fmt.to_transcript(before, run.side, CharRatioEstimator(), within(len(before)),
                                   keep_task)
-        whole = fmt.to_transcript(after, None, CharRatioEstimator(), within(len(after)),
+        whole = fmt.to_transcript(after, run.side, CharRatioEstimator(), within(len(after)),
                                   keep_task)
-        grown = fmt.extend(known, after, len(before), None, CharRatioEstimator(),
+        grown = fmt.extend(known, after, len(before), run.side, CharRatioEstimator(),
                            within(len(after)), keep_task)
         if grown is None:  # a call still open where the known history ends
             continue

@@ -301,6 +301,8 @@ class Conversion(Generic[Out]):
     codec: Codec[Out] = field(repr=False)
     task_turn_id: str | None = None
     """The turn pinned as the session's task (the first user message), if one was."""
+    reading: Any = field(default=None, repr=False, compare=False)
+    """Where a format's reader stood at the end (for ``extend``); None where it keeps none."""
 
     def render(self, view: Transcript | CompactedTranscript) -> Out:
         turns = view.transcript.turns if isinstance(view, CompactedTranscript) else view.turns
@@ -352,11 +354,13 @@ def extend(
     messages: Sequence[Mapping[str, Any]],
     pin: PinSpec = None,
     keep_task: bool = False,
+    reading: Any = None,
 ) -> Conversion[Out] | None:
     """``previous`` (a conversion of the first messages, ending where no tool call is open)
     continued by ``parts`` (the rest, read with their indexes in the whole list): what
     ``convert`` gives for all of them, at the cost of the new parts. None when pins could
-    move (an index counted from the end), so the caller converts the whole list.
+    move (an index counted from the end), so the caller converts the whole list. ``reading``:
+    where the format's reader stands after ``parts``.
     """
     if pin is not None and not callable(pin) and any(
             isinstance(index, int) and index < 0 for index in pin):
@@ -376,7 +380,7 @@ def extend(
         previous.codec, parts, pinned, task,
         _exchange_ids(parts, start=len(previous.transcript.turns)))
     return Conversion(previous.transcript.extended(turns), {**previous.parts, **by_id},
-                      previous.codec, previous.task_turn_id or task_turn_id)
+                      previous.codec, previous.task_turn_id or task_turn_id, reading)
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,

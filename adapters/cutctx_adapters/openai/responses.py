@@ -13,8 +13,9 @@ its response (see ``_parts``). Kept items render back as they came, unknown keys
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias, Unpack
 
 from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
@@ -27,6 +28,7 @@ from .._conversion import (
     check_call_pairs,
     convert,
     copy_plain,
+    extend,
     invalid,
     plain_tools,
     to_plain,
@@ -333,8 +335,36 @@ def _read(item: Any, index: int) -> _Item:
     return _other(item, index, kind)
 
 
+@dataclass
+class _Reading:
+    """What reading the items so far leaves for the items after them."""
+
+    issued: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    approvals: set[str] = dataclasses.field(default_factory=set)
+    references: list[str] = dataclasses.field(default_factory=list)
+    seen_ids: set[str] = dataclasses.field(default_factory=set)
+    response: str | None = None
+    unfollowed: int | None = None
+    linked: bool = False
+    """Whether an item was linked by a program's caller id (links may reach later items)."""
+    pending: set[str] = dataclasses.field(default_factory=set)
+    """Calls not answered yet."""
+
+    def resumable(self) -> bool:
+        """Whether the items read so far can be followed by a separate reading of the rest:
+        nothing a later item could still attach to (a response run, approvals, references)."""
+        return (self.response is None and self.unfollowed is None and not self.approvals
+                and not self.references and not self.linked and not self.pending)
+
+    def copy(self) -> _Reading:
+        return _Reading(dict(self.issued), set(self.approvals), list(self.references),
+                        set(self.seen_ids), self.response, self.unfollowed, self.linked,
+                        set(self.pending))
+
+
 def _parts(
-    items: Sequence[Any], instructions: str | None, counter: TiktokenEstimator, *, text: bool
+    items: Sequence[Any], instructions: str | None, counter: TiktokenEstimator, *, text: bool,
+    start: int = 0, reading: _Reading | None = None,
 ) -> list[Part]:
     """Read and validate every item; link what must travel together.
 
@@ -345,17 +375,15 @@ def _parts(
     and must be followed there by a non-reasoning item, as the API requires.
     """
     parts: list[Part] = []
-    if instructions is not None:
+    if instructions is not None and start == 0:
         tokens = item_tokens(_as_message(instructions, "developer"), counter)
         parts.append(Part(-1, Role.SYSTEM, instructions, instructions, tokens, "instructions",
                           turn_id=INSTRUCTIONS_TURN_ID))
-    issued: dict[str, str | None] = {}
-    approvals: set[str] = set()
-    references: list[str] = []
-    seen_ids: set[str] = set()
-    response: str | None = None
-    unfollowed: int | None = None
-    for index, raw in enumerate(items):
+    state = reading if reading is not None else _Reading()
+    issued, approvals, references = state.issued, state.approvals, state.references
+    seen_ids = state.seen_ids
+    response, unfollowed = state.response, state.unfollowed
+    for index, raw in enumerate(items[start:], start=start):
         item = _read(raw, index)
         links = list(item.links)
         if item.kind != "item_reference" and isinstance(raw.get("id"), str):
@@ -382,9 +410,11 @@ def _parts(
         if item.call is not None:
             calls = (item.call,)
             issued[item.call] = item.label
+            state.pending.add(item.call)
         if isinstance(raw.get("caller"), Mapping) and isinstance(raw["caller"].get("caller_id"),
                                                                  str):
             links.append(f"program:{raw['caller']['caller_id']}")
+            state.linked = True
         unknown = item.answer is not None and item.answer not in issued
         if item.kind == "mcp_approval_request":
             approvals.add(item.links[0])
@@ -399,10 +429,12 @@ def _parts(
         elif item.answer is not None:
             answers = (item.answer,)
             label = issued.get(item.answer)
+            state.pending.discard(item.answer)
         parts.append(Part(index, item.role, item.text, raw, item_tokens(raw, counter),
                           "text" if text else item.kind, calls, answers,
                           tuple(dict.fromkeys(links)), label))
     _check_followed(unfollowed)
+    state.response, state.unfollowed = response, unfollowed
     check_call_pairs(parts, _NOUN, "call_id", "call_id")
     return parts
 
@@ -452,8 +484,25 @@ def to_transcript(
     """
     plain, text = _plain_input(input_items)
     counter = counter_for(chosen_estimator(estimator, model), model)
-    parts = _parts(plain, _checked_instructions(instructions), counter, text=text)
-    return convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task)
+    reading = _Reading()
+    parts = _parts(plain, _checked_instructions(instructions), counter, text=text,
+                   reading=reading)
+    conv = convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task)
+    return conv if text else replace(conv, reading=reading)
+
+
+def _extended(previous: Conversion[Rendered], items: list[Any], known: int,
+              estimator: TokenEstimator, pin: PinSpec,
+              keep_task: bool) -> Conversion[Rendered] | None:
+    """``previous`` (of ``items[:known]``, plain) continued by the rest, reading only the rest;
+    None where a later item could still attach to an earlier one (or the input was a string)."""
+    reading = previous.reading
+    if not isinstance(reading, _Reading) or not reading.resumable():
+        return None
+    reading = reading.copy()
+    counter = counter_for(chosen_estimator(estimator, None), None)
+    parts = _parts(items, None, counter, text=False, start=known, reading=reading)
+    return extend(previous, parts, items, pin, keep_task, reading)
 
 
 class _Zero:
@@ -603,6 +652,8 @@ FORMAT = HistoryFormat(
     output_allowance=reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
+    extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
+        previous, items, known, estimator, pin, keep_task),
     safety_margin=0.02,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""
