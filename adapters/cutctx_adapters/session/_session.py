@@ -160,7 +160,7 @@ class CompactionSession:
     window: int | None = None
     windows: Mapping[str, int] | None = None
     trigger: float | int | None = None
-    target: float | int = 0.6
+    target: float | int = 0.5
     reserve: int = 4096
     policy: CompactionPolicy | None = None
     summarizer: AnySummarizer | None = None
