@@ -178,3 +178,21 @@ def test_the_session_keeps_sending_and_the_clip_stays_byte_identical(
     second = session.prepare({"model": "gpt-4o", "messages": history}).request["messages"]
     assert second[:len(first)] == first
     assert "cutctx clipped this tool result" in first[3]["content"]
+
+
+@pytest.mark.parametrize("name", TOOL_FORMATS)
+@pytest.mark.parametrize("budget", [0, 1, 3, 5, 8, 12, 20, 40, 80])
+def test_never_an_empty_request_nor_a_silent_overshoot(name: str, budget: int,
+                                                       o200k: TiktokenEstimator) -> None:
+    """Issue 18 item 8: a budget the overhead alone exceeds is refused naming the overhead; a
+    tiny one gives a non-empty request that fits, or a typed refusal."""
+    compact, args = TOOL_FORMATS[name]("short output " * 30)
+    try:
+        result = compact(**args, budget=budget, estimator=o200k, keep_recent=0)
+    except BudgetUnsatisfiable as refused:
+        assert "overhead_tokens" in refused.details or refused.details.get("turn_ids")
+        return
+    sent = result.messages if result.messages is not None else result.input
+    assert sent, "an empty request"
+    assert result.report.budget_unmet or (
+        result.measured_tokens is not None and result.measured_tokens <= budget)
