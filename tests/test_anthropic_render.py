@@ -255,3 +255,24 @@ def test_the_wrapped_client_sends_system_messages_neighbours_and_files_as_given(
     assert sent[4]["content"][0]["source"]["data"] == base64.b64encode(
         png_bytes()).decode("ascii")
     assert isinstance(history[4]["content"][0]["source"]["data"], Path)
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_a_message_response_appended_is_sent_as_its_role_and_content(
+        api: respx.Router) -> None:
+    """The wrapped client (a session) sends what ``compact`` does for an appended ``Message``:
+    role and content only, not its id, model, usage or stop reason."""
+    from anthropic.types import Message
+
+    route = api.post("/v1/messages").mock(side_effect=reply)
+    api.post("/v1/messages/count_tokens").respond(json={"input_tokens": 100})
+    response = Message.model_validate(json.loads(reply(httpx.Request("POST", BASE_URL)).content))
+    history = [{"role": "user", "content": "hello"}, response,
+               {"role": "user", "content": "and now?"}]
+    client = CompactingAnthropic(Anthropic(api_key="test", base_url=BASE_URL, max_retries=0),
+                                 window=200_000)
+    client.messages.create(model=MODEL, max_tokens=100, messages=history)
+    sent = json.loads(route.calls.last.request.content)["messages"]
+    assert sent[1] == {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+    compacted = messages.compact(history, budget=10_000, estimator=CHARS)
+    assert compacted.messages is not None and compacted.messages[1] == sent[1]

@@ -57,13 +57,20 @@ def _plain_messages(history: Any) -> list[dict[str, Any]]:
         raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
     out: list[dict[str, Any]] = []
     for index, message in enumerate(history):
-        plain = to_plain(with_file_data(message, index), where=f"{_NOUN} {index}", index=index)
-        if (not isinstance(message, Mapping) and isinstance(plain, dict)
-                and plain.get("type") == "message" and plain.get("role") == "assistant"):
-            # A whole ``Message`` response appended: the API takes its role and content only.
-            plain = {"role": "assistant", "content": plain.get("content")}
-        out.append(plain)
+        out.append(to_plain(read_message(message, index), where=f"{_NOUN} {index}",
+                            index=index))
     return out
+
+
+def read_message(message: Any, index: int) -> Any:
+    """A message as the caller gave it, made ready for ``to_plain``: a whole ``Message``
+    response appended to the history becomes its role and content (all the API takes), and
+    base64 data given as a file is read (``with_file_data``)."""
+    if (not isinstance(message, Mapping) and getattr(message, "type", None) == "message"
+            and getattr(message, "role", None) == "assistant"
+            and hasattr(message, "content")):
+        message = {"role": "assistant", "content": message.content}
+    return with_file_data(message, index)
 
 
 def _plain_system(system: Any) -> System:

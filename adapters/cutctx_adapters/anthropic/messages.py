@@ -53,8 +53,15 @@ from ._codec import (
     MessagesCodec,
     Rendered,
 )
-from ._file_inputs import with_file_data
-from ._reading import _conversion, _parts, _Request, _request, to_transcript, validate
+from ._reading import (
+    _conversion,
+    _parts,
+    _Request,
+    _request,
+    read_message,
+    to_transcript,
+    validate,
+)
 from ._tokens import (
     MESSAGE_TOKENS,
     TOOL_BLOCK_TOKENS,
@@ -398,7 +405,7 @@ FORMAT = HistoryFormat(
     name="anthropic-messages",
     list_key="messages",
     side_key="system",
-    read_item=with_file_data,
+    read_item=read_message,
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
         items, system=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,
