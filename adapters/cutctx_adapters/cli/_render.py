@@ -21,9 +21,9 @@ from ._visible import visible
 
 __all__ = ["ELIDE_OVER", "InspectView", "make_console", "render_count", "render_inspect"]
 
-STYLES = {"keep": "green", "mask": "yellow", "summarize": "magenta", "drop": "red",
-          SUMMARY: "cyan"}
-GLYPHS = {"keep": "█", "mask": "▓", "summarize": "▒", "drop": "░"}
+STYLES = {"keep": "green", "dedupe": "blue", "clip": "bright_yellow", "mask": "yellow",
+          "summarize": "magenta", "drop": "red", SUMMARY: "cyan"}
+GLYPHS = {"keep": "█", "dedupe": "▚", "clip": "▙", "mask": "▓", "summarize": "▒", "drop": "░"}
 ELIDE_OVER = 60
 """Tables longer than this show their first and last ``_EDGE`` rows unless ``--all``."""
 _EDGE = 25

@@ -66,8 +66,15 @@ def plan_rows(conversion: Conversion[Any], plan: CompactionPlan) -> list[Row]:
             after = action.replacement.token_estimate
         else:
             after = 0
-        rows.append(_row(conversion, turn, after, action.action.value))
+        label = action.action.value
+        if action.replacement is not None:
+            label = _REPLACED.get(action.replacement.kind, label)
+        rows.append(_row(conversion, turn, after, label))
     return rows
+
+
+_REPLACED = {"clipped": "clip", "deduplicated": "dedupe"}
+"""How a MASK that keeps part of a result, or names its copy, is shown."""
 
 
 def _row(conversion: Conversion[Any], turn: TranscriptTurn, after: int, action: str) -> Row:
