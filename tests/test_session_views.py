@@ -231,7 +231,7 @@ def test_anthropic_omitted_note_is_counted_in_the_budget(seed: int, rounds: int,
         assert budget is not None and (sent <= budget or prepared.report.budget_unmet)
 
 
-@pytest.mark.parametrize("name", ["chat", "responses"])
+@pytest.mark.parametrize("name", ["chat", "responses", "anthropic"])
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), rounds=st.integers(3, 25), keep_task=st.booleans(),
        pin=st.sampled_from([None, [0], [3, 40], "callable"]))

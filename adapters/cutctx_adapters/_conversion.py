@@ -355,12 +355,14 @@ def extend(
     pin: PinSpec = None,
     keep_task: bool = False,
     reading: Any = None,
+    codec: Codec[Out] | None = None,
 ) -> Conversion[Out] | None:
     """``previous`` (a conversion of the first messages, ending where no tool call is open)
     continued by ``parts`` (the rest, read with their indexes in the whole list): what
     ``convert`` gives for all of them, at the cost of the new parts. None when pins could
     move (an index counted from the end), so the caller converts the whole list. ``reading``:
-    where the format's reader stands after ``parts``.
+    where the format's reader stands after ``parts``; ``codec``: the whole history's, where it
+    depends on more than the first items (default: ``previous``'s).
     """
     if pin is not None and not callable(pin) and any(
             isinstance(index, int) and index < 0 for index in pin):
@@ -380,7 +382,7 @@ def extend(
         previous.codec, parts, pinned, task,
         _exchange_ids(parts, start=len(previous.transcript.turns)))
     return Conversion(previous.transcript.extended(turns), {**previous.parts, **by_id},
-                      previous.codec, previous.task_turn_id or task_turn_id, reading)
+                      codec or previous.codec, previous.task_turn_id or task_turn_id, reading)
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,

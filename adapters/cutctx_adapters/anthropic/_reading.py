@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cutctx import Role, TokenEstimator
@@ -16,6 +16,7 @@ from .._conversion import (
     PinSpec,
     check_call_pairs,
     convert,
+    extend,
     invalid,
     plain_tools,
     to_plain,
@@ -423,27 +424,55 @@ def _check_breakpoints(request: _Request) -> None:
                       count=len(tool_markers) + len(markers))
 
 
-def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any = None,
-           original: Sequence[Mapping[str, Any]] | None = None) -> list[Part]:
-    parts = _system_parts(request.system, counter)
-    names: dict[str, str] = {}
-    issued: set[str] = set()
-    messages = request.messages
-    for index, message in enumerate(messages):
+@dataclass
+class _Reading:
+    """What reading the messages so far leaves for the ones after them."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    issued: set[str] = field(default_factory=set)
+    markers: int = 0
+    """``cache_control`` markers in the messages read."""
+    final_turn: bool = False
+    """Whether the final tool loop's links reach into the messages read (they move as the
+    history grows, so a later reading cannot just continue)."""
+
+    def copy(self) -> _Reading:
+        return _Reading(dict(self.names), set(self.issued), self.markers, self.final_turn)
+
+
+def _message_loop(messages: Sequence[dict[str, Any]], start: int, parts: list[Part],
+                  counter: AnthropicTokenCounter, state: _Reading) -> None:
+    """Read ``messages[start:]`` into ``parts`` (validated), continuing ``state``."""
+    for index in range(start, len(messages)):
+        message = messages[index]
         role, content = _checked_content(message, index, index == len(messages) - 1)
         if role == "system" and parts and parts[-1].index == index - 1:
             # the message it follows stays with it: the API takes system messages only
             # after certain turns, so no removal may change what comes before one
             parts[-1] = replace(parts[-1], links=(*parts[-1].links, _after(index)))
-        parts.extend(_message_parts(message, index, role, content, counter, names, issued))
-    check_call_pairs(
-        parts, _NOUN, "tool_use.id", "tool_result.tool_use_id",
-        closes=lambda part, call_index: part.index > call_index + 1
-        or (part.index == call_index + 1 and part.role is Role.ASSISTANT),
-    )
+        parts.extend(_message_parts(message, index, role, content, counter, state.names,
+                                    state.issued))
+
+
+def _closes(part: Part, call_index: int) -> bool:
+    return part.index > call_index + 1 or (
+        part.index == call_index + 1 and part.role is Role.ASSISTANT)
+
+
+def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any = None,
+           original: Sequence[Mapping[str, Any]] | None = None,
+           reading: _Reading | None = None) -> list[Part]:
+    parts = _system_parts(request.system, counter)
+    state = reading if reading is not None else _Reading()
+    messages = request.messages
+    _message_loop(messages, 0, parts, counter, state)
+    check_call_pairs(parts, _NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
     _check_breakpoints(request)
     _check_thinking(messages, thinking, original)
-    return _link_final_turn(parts, messages)
+    state.markers = len(_cache_markers(request.system, messages))
+    linked = _link_final_turn(parts, messages)
+    state.final_turn = linked is not parts
+    return linked
 
 
 def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
@@ -483,8 +512,47 @@ def to_transcript(
     """
     request = _request(history, system, tools)
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
-    parts = _parts(request, counter, thinking=given(thinking))
-    return _conversion(request, parts, pin, summary_role, keep_task)
+    reading = _Reading()
+    parts = _parts(request, counter, thinking=given(thinking), reading=reading)
+    conv = _conversion(request, parts, pin, summary_role, keep_task)
+    # Continuing a reading is only for what sessions convert (no tools, thinking or model).
+    plain_session = tools is None and given(thinking) is None and model is None \
+        and calibration is None and summary_role == "user"
+    return replace(conv, reading=reading if plain_session else None)
+
+
+def extended(previous: Conversion[Rendered], items: list[dict[str, Any]], known: int,
+             estimator: TokenEstimator, pin: PinSpec,
+             keep_task: bool) -> Conversion[Rendered] | None:
+    """``previous`` (of ``items[:known]``, plain, as a session converts them) continued by the
+    rest, reading only the rest; None where the rest could change how earlier messages read (a
+    final thinking loop reaching back, a system message first, an assistant message last)."""
+    reading = previous.reading
+    if (not isinstance(reading, _Reading) or reading.final_turn or not known
+            or known >= len(items) or items[known - 1].get("role") != "user"
+            or items[known].get("role") == "system"):
+        return None
+    tail = items[known:]
+    markers = len(_cache_markers(None, tail))
+    loop = _thinking_loop(items)
+    if reading.markers + markers > MAX_CACHE_BREAKPOINTS or (
+            loop is not None and min(loop) < known):
+        return None  # the whole reading names the offending marker, or links back
+    state = reading.copy()
+    counter = AnthropicTokenCounter(estimator)
+    parts: list[Part] = []
+    _message_loop(items, known, parts, counter, state)
+    check_call_pairs(parts, _NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
+    state.markers += markers
+    linked = _link_final_turn(parts, items)
+    state.final_turn = linked is not parts
+    codec = previous.codec
+    if isinstance(codec, MessagesCodec) and loop is not None:
+        codec = MessagesCodec(codec.summary_role, system_kind=codec.system_kind,
+                              starts_with_user=codec.starts_with_user,
+                              tool_breakpoints=MAX_CACHE_BREAKPOINTS - codec.breakpoint_limit,
+                              thinking_loop=loop[1])
+    return extend(previous, linked, items, pin, keep_task, state, codec)
 
 
 def validate(

@@ -58,6 +58,7 @@ from ._reading import (
     _parts,
     _Request,
     _request,
+    extended,
     read_message,
     to_transcript,
     validate,
@@ -406,6 +407,8 @@ FORMAT = HistoryFormat(
     list_key="messages",
     side_key="system",
     read_item=read_message,
+    extend=lambda previous, items, known, _side, estimator, pin, keep_task: extended(
+        previous, items, known, estimator, pin, keep_task),
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
         items, system=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,
