@@ -1,6 +1,7 @@
 """The per-call cost of a sticky session as the history grows (issue 12: O(appended) calls).
 
-Run from the repository root: ``python benchmarks/session_calls.py [--sizes 500,2000,10000,50000]``.
+Run from the repository root: ``python benchmarks/session_calls.py [--sizes 500,2000,10000,50000]
+[--format chat|anthropic]``.
 For each size, the history is the shared SWE-agent session repeated to that many messages (tool
 ids made unique); a ``CompactionSession`` for gpt-4o (128k window) sees it once, then ``--calls``
 calls that each append one message (a user observation, then an assistant reply, alternating).
@@ -22,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from _histories import agent_session, seed_tiktoken
+from _histories import agent_session, as_anthropic, seed_tiktoken
 from _timing import strings_of
 
 MODEL = "gpt-4o"
@@ -61,33 +62,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,2000,10000,50000")
     parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--format", choices=("chat", "anthropic"), default="chat",
+                        help="the history as Chat Completions messages, or as Anthropic "
+                             "messages (tool calls as tool_use/tool_result blocks)")
     args = parser.parse_args(argv)
     seed_tiktoken()
 
     import tiktoken
 
+    from cutctx_adapters.anthropic import messages as anthropic_messages
     from cutctx_adapters.openai import chat
     from cutctx_adapters.session import CompactionSession
     from cutctx_adapters.tiktoken import TiktokenEstimator
 
+    fmt = chat.FORMAT if args.format == "chat" else anthropic_messages.FORMAT
     rows: list[tuple[int, float, float, float, float]] = []
     for size in (int(s) for s in args.sizes.split(",")):
+        system: Any = None
         history = history_of(size)
+        if args.format == "anthropic":
+            system, history = as_anthropic(history)
         encoding = tiktoken.get_encoding("o200k_base")
         strings = [s for message in history for s in strings_of(message)]
         start = time.process_time()
         for text in strings:
             encoding.encode_ordinary(text)
         cold = time.process_time() - start
-        session = CompactionSession(chat.FORMAT, model=MODEL,
-                                    estimator=TiktokenEstimator(MODEL))
-        session.prepare(model=MODEL, messages=history)  # the first sight of it: a full pass
+        session = CompactionSession(fmt, model=MODEL, estimator=TiktokenEstimator(MODEL))
+        extra = {} if system is None else {"system": system}
+        session.prepare(model=MODEL, messages=history, **extra)  # first sight: a full pass
         times: list[float] = []
         for number in range(args.calls):
             history.append(appended(number))
             gc.collect()
             start = time.process_time()
-            session.prepare(model=MODEL, messages=history)
+            session.prepare(model=MODEL, messages=history, **extra)
             times.append(time.process_time() - start)
         median, mean = statistics.median(times), statistics.fmean(times)
         rows.append((len(history), cold, median, mean, median / cold))

@@ -19,7 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cutctx import CharRatioEstimator, SummarizationRequest, TokenEstimator, TranscriptTurn
+from cutctx import (
+    CharRatioEstimator,
+    SummarizationRequest,
+    TokenEstimator,
+    TranscriptTurn,
+    ValidationError,
+)
 from cutctx._canonical import sha256_of
 from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
@@ -255,10 +261,21 @@ def test_a_history_read_on_from_a_known_one_converts_as_a_whole(
                                   keep_task)
         grown = fmt.extend(known, after, len(before), run.side, CharRatioEstimator(),
                            within(len(after)), keep_task)
-        if grown is None:  # a call still open where the known history ends
-            continue
-        extended += 1
-        assert grown.transcript == whole.transcript
-        assert dict(grown.parts) == dict(whole.parts)
-        assert grown.task_turn_id == whole.task_turn_id
+        # the known history may also end with the reply to it (an assistant message)
+        replied = after[:len(before) + 1]
+        try:  # (not a request of its own where the reply is a tool call)
+            known_replied = fmt.to_transcript(replied, run.side, CharRatioEstimator(),
+                                              within(len(replied)), keep_task)
+        except ValidationError:
+            grown_replied = None
+        else:
+            grown_replied = fmt.extend(known_replied, after, len(replied), run.side,
+                                       CharRatioEstimator(), within(len(after)), keep_task)
+        for grew in (grown, grown_replied):
+            if grew is None:  # a call still open where the known history ends
+                continue
+            extended += 1
+            assert grew.transcript == whole.transcript
+            assert dict(grew.parts) == dict(whole.parts)
+            assert grew.task_turn_id == whole.task_turn_id
     assert extended or len(calls) < 2

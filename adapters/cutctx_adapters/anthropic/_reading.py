@@ -521,16 +521,28 @@ def to_transcript(
     return replace(conv, reading=reading if plain_session else None)
 
 
+def _settled(message: Mapping[str, Any]) -> bool:
+    """Whether a last message reads the same once more follow: a user message, or an assistant
+    message with content (only a final one may be empty) and no tool call (its results must
+    come in the very next message)."""
+    if message.get("role") == "user":
+        return True
+    content = message.get("content")
+    return message.get("role") == "assistant" and bool(content) and not any(
+        isinstance(block, Mapping) and block.get("type") in ("tool_use", "server_tool_use")
+        for block in (content if isinstance(content, list) else []))
+
+
 def extended(previous: Conversion[Rendered], items: list[dict[str, Any]], known: int,
              estimator: TokenEstimator, pin: PinSpec,
              keep_task: bool) -> Conversion[Rendered] | None:
     """``previous`` (of ``items[:known]``, plain, as a session converts them) continued by the
     rest, reading only the rest; None where the rest could change how earlier messages read (a
-    final thinking loop reaching back, a system message first, an assistant message last)."""
+    final thinking loop reaching back, a system message first, a call still open)."""
     reading = previous.reading
     if (not isinstance(reading, _Reading) or reading.final_turn or not known
-            or known >= len(items) or items[known - 1].get("role") != "user"
-            or items[known].get("role") == "system"):
+            or known >= len(items) or items[known].get("role") == "system"
+            or not _settled(items[known - 1])):
         return None
     tail = items[known:]
     markers = len(_cache_markers(None, tail))
