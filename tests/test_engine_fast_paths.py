@@ -20,7 +20,10 @@ from cutctx import (
     Action,
     CompactionError,
     CompactionPlan,
+    Role,
     SummarizationRequest,
+    Transcript,
+    TranscriptTurn,
     TurnAction,
     TurnReplacement,
     ValidationError,
@@ -178,3 +181,37 @@ def test_the_one_pass_check_agrees_with_the_rule_checks(
     case, fields = drawn
     plan = unchecked_plan(fields)
     assert one_pass_passes(case, plan) == rule_checks_pass(case, plan)
+
+
+# --------------------------------------------------------------------------------------------
+# Transcript.extended: ids shared along a growing history, never across branches
+# --------------------------------------------------------------------------------------------
+
+growths = st.lists(st.tuples(st.integers(min_value=0, max_value=8),
+                             st.lists(st.sampled_from("abcdefghij"), max_size=3)),
+                   max_size=12)
+
+
+@PROPERTY_SETTINGS
+@given(growths)
+def test_extending_any_earlier_transcript_agrees_with_building_it(
+        steps: list[tuple[int, list[str]]]) -> None:
+    """Each step extends one of the transcripts made so far (the latest, or an earlier one: a
+    branch) by turns with the given ids: refused exactly when ``Transcript`` refuses the same
+    turns built at once, and otherwise equal to it."""
+    made = [Transcript()]
+    for pick, ids in steps:
+        base = made[pick % len(made)]
+        more = [TranscriptTurn(f"t{turn_id}", Role.USER, "x", 1) for turn_id in ids]
+        try:
+            whole: Transcript | None = Transcript((*base.turns, *more))
+        except ValidationError:
+            whole = None
+        try:
+            grown: Transcript | None = base.extended(more)
+        except ValidationError:
+            grown = None
+        assert (grown is None) == (whole is None)
+        if grown is not None:
+            assert grown == whole
+            made.append(grown)

@@ -9,6 +9,7 @@ Property tests over agent sessions in all three formats.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -104,7 +105,8 @@ def test_views_do_not_depend_on_which_calls_a_process_saw(
     fmt, build, _ = FORMATS[name]
     run = build(seed, rounds)
     calls = run.calls()
-    every, some, last_only = make(fmt, summarize), make(fmt, summarize), make(fmt, summarize)
+    every, some = make(fmt, summarize), make(fmt, summarize, check_prefix="identity")
+    last_only = make(fmt, summarize)
     seen_all = [send(every, fmt, run, items) for items in calls]
     seen_some = [send(some, fmt, run, items) for items in calls[::stride]]
     assert body(seen_some[-1]) == body(seen_all[(len(calls) - 1) // stride * stride])
@@ -193,6 +195,59 @@ def test_an_earlier_message_edited_in_place_is_read_again() -> None:
     sent = send(session, chat.FORMAT, run, history)
     contents = json.dumps(sent.request["messages"])
     assert "[redacted]" in contents and original not in contents
+
+
+def _edited(item: Any) -> Any:
+    """A new item like ``item`` with its first text (content, text, output) changed."""
+    out = copy.deepcopy(item)
+    stack = [out]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for key in ("content", "text", "output"):
+                if isinstance(value.get(key), str):
+                    value[key] += " (edited)"
+                    return out
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return out
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(8, 30), summarize=st.booleans(),
+       steps=st.lists(st.tuples(st.floats(0, 1), st.sampled_from(["as is", "replaced", "copied"]),
+                                st.floats(0, 1)), min_size=1, max_size=10))
+def test_checking_items_by_identity_sends_what_checking_contents_sends(
+        name: str, seed: int, rounds: int, summarize: bool,
+        steps: list[tuple[float, str, float]]) -> None:
+    """A session that takes items it read before as unchanged while they are the same objects
+    (``check_prefix="identity"``) sends, call after call, the bytes a session comparing their
+    contents sends, and a cold one, whatever the caller does short of editing an item in place:
+    append, roll back, branch, replace an earlier item with a new one, send fresh copies."""
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, rounds)
+    calls = run.calls()
+    by_identity = make(fmt, summarize, check_prefix="identity")
+    by_content = make(fmt, summarize)
+    for where, change, at in steps:
+        items = calls[int(where * (len(calls) - 1))]
+        if change == "replaced" and items:
+            items = list(items)
+            index = int(at * (len(items) - 1))
+            items[index] = _edited(items[index])
+        elif change == "copied":
+            items = copy.deepcopy(items)
+        try:
+            expected = body(send(make(fmt, summarize), fmt, run, items))
+        except ValidationError:  # an edit the format refuses: refused the same way
+            for compactor in (by_identity, by_content):
+                with pytest.raises(ValidationError):
+                    send(compactor, fmt, run, items)
+            continue
+        assert body(send(by_identity, fmt, run, items)) == expected
+        assert body(send(by_content, fmt, run, items)) == expected
 
 
 @pytest.mark.parametrize("name", FORMATS)

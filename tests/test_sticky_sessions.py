@@ -519,10 +519,12 @@ def serial_outputs() -> tuple[dict[str, Trace], int]:
     return out, summarizer.calls
 
 
-def test_threads_preparing_interleaved_conversations_match_a_serial_run() -> None:
+@pytest.mark.parametrize("check_prefix", ["content", "identity"])
+def test_threads_preparing_interleaved_conversations_match_a_serial_run(
+        check_prefix: str) -> None:
     expected, expected_calls = serial_outputs()
     summarizer = CountingSummarizer()
-    compactor = session(summarizer)
+    compactor = session(summarizer, check_prefix=check_prefix)
     start = threading.Barrier(len(CONVERSATIONS))
 
     def run(tag: str) -> Trace:
@@ -685,6 +687,7 @@ def test_an_index_pin_beyond_a_short_history_pins_nothing_yet() -> None:
     ({"trigger": 1.5}, "trigger"),
     ({"target": "most"}, "target"),
     ({"max_views": -1}, "max_views"),
+    ({"check_prefix": "fast"}, "check_prefix"),
 ])
 def test_bad_settings_are_refused_when_the_session_or_client_is_made(
     setting: dict[str, Any], field: str,

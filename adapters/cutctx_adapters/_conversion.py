@@ -25,6 +25,7 @@ from cutctx import (
 )
 
 from ._canonical_key import content_key
+from ._grown import GrownList, GrownMap
 
 __all__ = [
     "KIND_KEY",
@@ -33,6 +34,7 @@ __all__ = [
     "TOOL_NAME_KEY",
     "Codec",
     "Conversion",
+    "Growing",
     "Part",
     "PinSpec",
     "check_call_pairs",
@@ -327,6 +329,46 @@ class Conversion(Generic[Out]):
         """The part behind a turn id."""
         return self.parts[turn_id]
 
+    @property
+    def turns(self) -> tuple[TranscriptTurn, ...]:
+        """The transcript's turns (as ``Growing`` has them)."""
+        return self.transcript.turns
+
+
+@dataclass(frozen=True, slots=True)
+class Growing(Generic[Out]):
+    """A conversion of a history that grows, as a session carries it from call to call.
+
+    Its turns and parts are shared with the conversion it grew from (see ``_grown``), so
+    continuing it costs what is appended, not the history; the whole ``Transcript`` is made
+    only where one is asked for (``transcript``, ``conversion``).
+    """
+
+    turns: GrownList[TranscriptTurn]
+    parts: GrownMap[Part]
+    codec: Codec[Out] = field(repr=False)
+    task_turn_id: str | None = None
+    reading: Any = field(default=None, repr=False, compare=False)
+    """As ``Conversion.reading``."""
+
+    @classmethod
+    def of(cls, conv: Conversion[Out] | Growing[Out]) -> Growing[Out]:
+        """``conv`` as a growing conversion (itself if it is one)."""
+        if isinstance(conv, Growing):
+            return conv
+        return cls(GrownList(conv.transcript.turns), GrownMap(conv.parts), conv.codec,
+                   conv.task_turn_id, conv.reading)
+
+    @property
+    def transcript(self) -> Transcript:
+        """The whole transcript (made anew on every access: it costs the history)."""
+        return Transcript(tuple(self.turns))
+
+    def conversion(self) -> Conversion[Out]:
+        """The whole ``Conversion`` (costs the history)."""
+        return Conversion(self.transcript, self.parts, self.codec, self.task_turn_id,
+                          self.reading)
+
 
 def convert(
     codec: Codec[Out],
@@ -349,14 +391,14 @@ def convert(
 
 
 def extend(
-    previous: Conversion[Out],
+    previous: Conversion[Out] | Growing[Out],
     parts: Sequence[Part],
     messages: Sequence[Mapping[str, Any]],
     pin: PinSpec = None,
     keep_task: bool = False,
     reading: Any = None,
     codec: Codec[Out] | None = None,
-) -> Conversion[Out] | None:
+) -> Growing[Out] | None:
     """``previous`` (a conversion of the first messages, ending where no tool call is open)
     continued by ``parts`` (the rest, read with their indexes in the whole list): what
     ``convert`` gives for all of them, at the cost of the new parts. None when pins could
@@ -367,22 +409,28 @@ def extend(
     if pin is not None and not callable(pin) and any(
             isinstance(index, int) and index < 0 for index in pin):
         return None
+    grown = Growing.of(previous)
     start = parts[0].index if parts else len(messages)
     if callable(pin):
         pinned = {index for index in range(start, len(messages)) if pin(messages[index], index)}
     else:
-        pinned = {index for index in _pinned_indexes(pin, messages, previous.codec.noun)
+        pinned = {index for index in _pinned_indexes(pin, messages, grown.codec.noun)
                   if index >= start}
     task = None
-    if keep_task and previous.task_turn_id is None:
+    if keep_task and grown.task_turn_id is None:
         task = _task_index(parts)
         if task is not None:
             pinned.add(task)
+    known = len(grown.turns)
     turns, by_id, task_turn_id = _turns_of(
-        previous.codec, parts, pinned, task,
-        _exchange_ids(parts, start=len(previous.transcript.turns)))
-    return Conversion(previous.transcript.extended(turns), {**previous.parts, **by_id},
-                      codec or previous.codec, previous.task_turn_id or task_turn_id, reading)
+        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known))
+    fresh: set[str] = set()
+    for index, turn in enumerate(turns, start=known):
+        if turn.turn_id in grown.parts or turn.turn_id in fresh:
+            raise ValidationError("duplicate turn id", {"turn_id": turn.turn_id, "index": index})
+        fresh.add(turn.turn_id)
+    return Growing(grown.turns.extended(turns), grown.parts.extended(by_id),
+                   codec or grown.codec, grown.task_turn_id or task_turn_id, reading)
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,

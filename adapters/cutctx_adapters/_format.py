@@ -13,7 +13,7 @@ from typing import Any
 
 from cutctx import TokenEstimator
 
-from ._conversion import Conversion, PinSpec
+from ._conversion import Conversion, Growing, PinSpec
 from ._estimators import estimator_for
 
 __all__ = ["HistoryFormat", "given", "reply_allowance", "server_held"]
@@ -69,8 +69,8 @@ class HistoryFormat:
         lambda conv, estimator, overhead: {})
     """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
     ``plan`` passes them, so a session plans exactly like the functional API."""
-    extend: Callable[[Conversion[Any], Any, int, Any, TokenEstimator, PinSpec, bool],
-                     Conversion[Any] | None] | None = None
+    extend: Callable[[Conversion[Any] | Growing[Any], Any, int, Any, TokenEstimator, PinSpec,
+                      bool], Growing[Any] | None] | None = None
     """(previous conversion of ``items[:known]``, items, known, side, estimator, pin, keep_task)
     -> the conversion of all items, reading only the new ones; None when it cannot (then the
     whole list is converted). Formats without it are converted whole on every call."""

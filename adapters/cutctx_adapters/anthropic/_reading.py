@@ -12,6 +12,7 @@ from cutctx import Role, TokenEstimator
 
 from .._conversion import (
     Conversion,
+    Growing,
     Part,
     PinSpec,
     check_call_pairs,
@@ -533,9 +534,9 @@ def _settled(message: Mapping[str, Any]) -> bool:
         for block in (content if isinstance(content, list) else []))
 
 
-def extended(previous: Conversion[Rendered], items: list[dict[str, Any]], known: int,
-             estimator: TokenEstimator, pin: PinSpec,
-             keep_task: bool) -> Conversion[Rendered] | None:
+def extended(previous: Conversion[Rendered] | Growing[Rendered],
+             items: Sequence[dict[str, Any]], known: int, estimator: TokenEstimator,
+             pin: PinSpec, keep_task: bool) -> Growing[Rendered] | None:
     """``previous`` (of ``items[:known]``, plain, as a session converts them) continued by the
     rest, reading only the rest; None where the rest could change how earlier messages read (a
     final thinking loop reaching back, a system message first, a call still open)."""

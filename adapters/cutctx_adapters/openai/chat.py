@@ -20,6 +20,7 @@ from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator
 from .._conversion import (
     SUMMARY_HEADER,
     Conversion,
+    Growing,
     Part,
     PinSpec,
     check_call_pairs,
@@ -256,9 +257,9 @@ def to_transcript(
     return convert(ChatCodec(summary_role), parts, plain, pin, keep_task)
 
 
-def _extended(previous: Conversion[list[dict[str, Any]]], items: Sequence[Any], known: int,
-              estimator: TokenEstimator, pin: PinSpec,
-              keep_task: bool) -> Conversion[list[dict[str, Any]]] | None:
+def _extended(previous: Conversion[list[dict[str, Any]]] | Growing[list[dict[str, Any]]],
+              items: Sequence[Any], known: int, estimator: TokenEstimator, pin: PinSpec,
+              keep_task: bool) -> Growing[list[dict[str, Any]]] | None:
     """``previous`` (of ``items[:known]``, plain) continued by the rest, reading only the rest;
     None where that cannot be told apart from converting everything (a tool call still open
     at ``known``, pins counted from the end)."""
@@ -267,11 +268,11 @@ def _extended(previous: Conversion[list[dict[str, Any]]], items: Sequence[Any], 
     return extend(previous, _parts(items, estimator, known), items, pin, keep_task)
 
 
-def _ends_closed(conv: Conversion[Any]) -> bool:
+def _ends_closed(conv: Conversion[Any] | Growing[Any]) -> bool:
     """Whether no tool call is open at the end of ``conv``'s history. Chat results follow their
     call at once, so this is read from the end back to the last message that is not a result."""
     answers = 0
-    for turn in reversed(conv.transcript.turns):
+    for turn in reversed(conv.turns):
         part = conv.parts[turn.turn_id]
         if part.kind in ("tool", "function"):
             answers += 1

@@ -23,6 +23,7 @@ from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, Val
 from .._conversion import (
     SUMMARY_HEADER,
     Conversion,
+    Growing,
     Part,
     PinSpec,
     check_call_pairs,
@@ -491,9 +492,9 @@ def to_transcript(
     return conv if text else replace(conv, reading=reading)
 
 
-def _extended(previous: Conversion[Rendered], items: list[Any], known: int,
-              estimator: TokenEstimator, pin: PinSpec,
-              keep_task: bool) -> Conversion[Rendered] | None:
+def _extended(previous: Conversion[Rendered] | Growing[Rendered], items: Sequence[Any],
+              known: int, estimator: TokenEstimator, pin: PinSpec,
+              keep_task: bool) -> Growing[Rendered] | None:
     """``previous`` (of ``items[:known]``, plain) continued by the rest, reading only the rest;
     None where a later item could still attach to an earlier one (or the input was a string)."""
     reading = previous.reading

@@ -18,7 +18,8 @@ from typing import Any
 
 from cutctx import Transcript, TranscriptTurn
 
-from .._conversion import KIND_KEY, Conversion, Part
+from .._conversion import KIND_KEY, Conversion, Growing, Part
+from .._grown import GrownList
 
 __all__ = ["EMPTY", "Ledger", "closed_boundaries", "positions_of", "project", "running_sums"]
 
@@ -47,15 +48,15 @@ class Ledger:
 EMPTY = Ledger((), 0, 0, 0)
 
 
-def project(conv: Conversion[Any], ledger: Ledger) -> Conversion[Any]:
+def project(conv: Conversion[Any] | Growing[Any], ledger: Ledger) -> Conversion[Any]:
     """``conv`` (a conversion of the whole history) as earlier events left it.
 
     Turns the ledger kept are refreshed from ``conv`` (their exchange and pin are those of the
     history as it is now); turns it replaced keep their body; summaries stay as they are.
     """
     if ledger.empty:
-        return conv
-    turns = conv.transcript.turns
+        return conv if isinstance(conv, Conversion) else conv.conversion()
+    turns = conv.turns
     head: list[TranscriptTurn] = []
     for turn, now in zip(ledger.view, _current(turns, ledger), strict=True):
         if now is None:  # a summary: no turn of the history stands behind it
@@ -67,7 +68,7 @@ def project(conv: Conversion[Any], ledger: Ledger) -> Conversion[Any]:
         else:
             head.append(replace(turn, tool_call_id=now.tool_call_id, pinned=now.pinned))
     projected = Transcript((*head, *turns[ledger.covered_turns:]))
-    return replace(conv, transcript=projected)
+    return Conversion(projected, conv.parts, conv.codec, conv.task_turn_id, conv.reading)
 
 
 def positions_of(view: Sequence[TranscriptTurn], turns: Sequence[TranscriptTurn]
@@ -94,12 +95,13 @@ def _current(turns: Sequence[TranscriptTurn], ledger: Ledger) -> list[Transcript
     return [by_id.get(turn.turn_id) for turn in ledger.view]
 
 
-def closed_boundaries(conv: Conversion[Any], start: int = 0) -> list[tuple[int, int]]:
+def closed_boundaries(conv: Conversion[Any] | Growing[Any], start: int = 0
+                      ) -> list[tuple[int, int]]:
     """Where the history could end as a request: ``(items, turns)`` after each item that leaves
     no tool call unanswered, in order. Derived from the history alone, so every process that
     sees it finds the same points. ``start``: only from that turn on (no call open before it).
     """
-    parts = [conv.parts[turn.turn_id] for turn in conv.transcript.turns[start:]]
+    parts = [conv.parts[turn.turn_id] for turn in conv.turns[start:]]
     out: list[tuple[int, int]] = []
     open_calls = 0
     for position, part in enumerate(parts, start=start):
@@ -113,13 +115,14 @@ def closed_boundaries(conv: Conversion[Any], start: int = 0) -> list[tuple[int, 
     return out
 
 
-def running_sums(conv: Conversion[Any], start: int, sums: list[int]) -> list[int]:
+def running_sums(conv: Conversion[Any] | Growing[Any], start: int, sums: GrownList[int]
+                 ) -> GrownList[int]:
     """``sums`` (the running token sums of ``conv``'s first ``start`` turns, 0 first) continued
     over the rest of its turns."""
-    more = itertools.accumulate((turn.token_estimate for turn in conv.transcript.turns[start:]),
+    more = itertools.accumulate((turn.token_estimate for turn in conv.turns[start:]),
                                 initial=sums[-1])
     next(more)  # the initial value: already the last of ``sums``
-    return [*sums, *more]
+    return sums.extended(more)
 
 
 def turns_before(parts: Sequence[Part], items: int) -> int:

@@ -17,7 +17,7 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cutctx import (
     BudgetUnsatisfiable,
@@ -27,8 +27,9 @@ from cutctx import (
 )
 
 from .._canonical_key import content_key
-from .._conversion import Conversion, PinSpec, copy_plain, to_plain
+from .._conversion import Conversion, Growing, PinSpec, copy_plain, to_plain
 from .._format import HistoryFormat, given
+from .._grown import GrownList
 from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
@@ -49,7 +50,9 @@ from ._reports import CallReport, Decision, Prepared
 from ._settings import check_settings, fraction_or_tokens
 from ._summaries import SharedSummaries
 
-__all__ = ["CompactionSession"]
+__all__ = ["CompactionSession", "PrefixCheck"]
+
+PrefixCheck = Literal["identity", "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,21 +61,21 @@ class _Call:
 
     request: dict[str, Any]
     model: str | None
-    items: list[dict[str, Any]]
+    items: GrownList[dict[str, Any]]
     side: Any
-    conv: Conversion[Any]
+    conv: Growing[Any]
     estimator: TokenEstimator
     overhead: int
     budget: int
     trigger: int
     target: int
-    chain: list[str]
+    chain: GrownList[str]
     known: Known | None
     known_items: int
     """Items of the history the known state answered (0 when none was found)."""
-    boundaries: list[tuple[int, int]]
+    boundaries: GrownList[tuple[int, int]]
     """``closed_boundaries(conv)``: where the history could end as a request."""
-    sums: list[int]
+    sums: GrownList[int]
     """Running token sums of ``conv``'s turns (0 first)."""
 
 
@@ -80,32 +83,52 @@ class _Call:
 class _Recent:
     """The last history read, to read of the next one only what it appends."""
 
-    raw: list[Callable[[], Any] | None]
-    """The caller's items that are objects (SDK models), weakly: the session holds none of
-    them; None for a dict, recognised by its content."""
-    plain: list[dict[str, Any]]
+    held: GrownList[Any]
+    """How the caller's items are recognised: with ``check_prefix="identity"``, the items
+    themselves; with ``"content"``, None for a dict (recognised by its content) and a weak
+    reference to an object (the session holds none of them)."""
+    plain: GrownList[dict[str, Any]]
     """The plain copies of the items, as converted."""
     reading: tuple[Any, ...]
     """What the conversion depended on besides the items: side, estimator, pins, task."""
-    conv: Conversion[Any]
-    boundaries: list[tuple[int, int]]
+    conv: Growing[Any]
+    boundaries: GrownList[tuple[int, int]]
     """``closed_boundaries(conv)``."""
-    sums: list[int]
+    sums: GrownList[int]
     """Running token sums of ``conv``'s turns (0 first)."""
     seed: str | None = None
-    chain: list[str] = field(default_factory=list)
+    chain: GrownList[str] = field(default_factory=GrownList)
     objects: int = 0
-    """How many of the items were objects (not dicts)."""
+    """How many of the items were objects (not dicts); counted for ``"content"`` only."""
 
-    def reusable(self, raw: Sequence[Any]) -> int:
-        """How many leading items of ``raw`` are those read last time, unchanged: a dict equal
-        to its copy (an edit made in place is seen), an object that is the very same one (SDK
-        models are taken as the values they were)."""
-        count = min(len(raw), len(self.raw))
-        if self.objects == 0 and raw[:count] == self.plain[:count]:
+    def read_on(self, raw: Sequence[Any], check: PrefixCheck
+                ) -> tuple[int, GrownList[Any], int]:
+        """How many leading items of ``raw`` are those read last time, unchanged; and, for the
+        next call, ``raw``'s items as ``held`` and how many are objects."""
+        if check == "identity":
+            grown = self.held.grown_to(raw)  # the very items (or equal ones): compared in C
+            if grown is not None:
+                return len(self.held), grown, 0
+            pairs = enumerate(zip(raw, self.held, strict=False))
+            count = next((index for index, (item, held) in pairs
+                          if item is not held and item != held), min(len(raw), len(self.held)))
+        else:
+            count = self._unchanged(raw)
+        held, objects = _recognised(self.held.prefix(count), raw[count:], check)
+        if self.objects and check == "content":
+            objects += (self.objects if count == len(self.held)
+                        else sum(entry is not None for entry in self.held[:count]))
+        return count, held, objects
+
+    def _unchanged(self, raw: Sequence[Any]) -> int:
+        """``"content"``: leading items of ``raw`` unchanged since read: a dict equal to its
+        copy (an edit made in place is seen), an object that is the very same one (SDK models
+        are taken as the values they were)."""
+        count = min(len(raw), len(self.plain))
+        if self.objects == 0 and self.plain.prefix(count).same_as(raw[:count]):
             return count  # plain dicts all along: one comparison, in C
         for index in range(count):
-            item, held = raw[index], self.raw[index]
+            item, held = raw[index], self.held[index]
             if type(item) is dict:
                 if held is not None or item != self.plain[index]:
                     return index
@@ -114,9 +137,19 @@ class _Recent:
         return count
 
 
-def _held(item: Any) -> Callable[[], Any] | None:
-    """How ``_Recent`` recognises an item: None for a dict; a weak reference to an object (or,
-    for one that takes none, a reference to nothing, matching nothing)."""
+def _recognised(held: GrownList[Any], new: Sequence[Any], check: PrefixCheck
+                ) -> tuple[GrownList[Any], int]:
+    """``held`` followed by how the next call recognises ``new``'s items (themselves, for
+    ``"identity"``), and how many of ``new`` are objects (counted for ``"content"`` only)."""
+    if check == "identity":
+        return held.extended(new), 0
+    return (held.extended(_weakly_held(item) for item in new),
+            sum(type(item) is not dict for item in new))
+
+
+def _weakly_held(item: Any) -> Callable[[], Any] | None:
+    """How ``"content"`` recognises an item: None for a dict; a weak reference to an object
+    (or, for one that takes none, a reference to nothing, matching nothing)."""
     if type(item) is dict:
         return None
     try:
@@ -184,6 +217,14 @@ class CompactionSession:
     share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
     summary_timeout: float = 120.0
     """Seconds to wait for a summary another session (or worker) is producing."""
+    check_prefix: PrefixCheck = "content"
+    """How a call's history is told to extend the last one read. ``"content"`` (the default):
+    each dict already read is compared with what was read, so an edit made in place (a
+    redaction, say) is always seen; this costs a comparison per item, growing with the history.
+    ``"identity"``: items that are the very objects read last time are taken as unchanged, so
+    a call costs only what it appends, flat in the history's length; an edit made in place to
+    an item already read is then NOT seen (replace the item, ``history[i] = {...}``, instead).
+    Objects (SDK models) are recognised by identity either way."""
     _options: PolicyOptions = field(init=False, repr=False)
     _known: KnownHistories = field(init=False, repr=False)
     _summaries: SharedSummaries = field(init=False, repr=False)
@@ -268,18 +309,22 @@ class CompactionSession:
         side = given(request.get(fmt.side_key)) if fmt.side_key else None
         recent, reused = self._recent, 0  # read once: other threads may replace it
         if isinstance(raw, str):
-            items: list[dict[str, Any]] = []
-            conv = fmt.to_transcript(raw, side, estimator, self._pins_for(1), self.keep_task)
-            boundaries = closed_boundaries(conv)
-            sums = running_sums(conv, 0, [0])
+            items: GrownList[dict[str, Any]] = GrownList()
+            conv = Growing.of(fmt.to_transcript(raw, side, estimator, self._pins_for(1),
+                                                self.keep_task))
+            boundaries = GrownList(closed_boundaries(conv))
+            sums = running_sums(conv, 0, GrownList([0]))
         else:
             if raw is None or isinstance(raw, bytes | Mapping) or not isinstance(raw, Sequence):
                 raise ValidationError(f"{fmt.list_key} must be a list",
                                       {"field": fmt.list_key, "rule": "list_type"})
-            reused = 0 if recent is None else recent.reusable(raw)
-            items = [*(() if recent is None else recent.plain[:reused]),
-                     *(to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
-                       for i, item in enumerate(raw[reused:], start=reused))]
+            if recent is None:
+                reused, (held, objects) = 0, _recognised(GrownList(), raw, self.check_prefix)
+            else:
+                reused, held, objects = recent.read_on(raw, self.check_prefix)
+            items = (GrownList() if recent is None else recent.plain.prefix(reused)).extended(
+                to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
+                for i, item in enumerate(raw[reused:], start=reused))
             pins = self._pins_for(len(items))
             reading = (to_plain(side), estimator, pins if callable(pins) or pins is None
                        else tuple(sorted(pins)), self.keep_task)
@@ -290,34 +335,29 @@ class CompactionSession:
         trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
                    else fraction_or_tokens(self.trigger, budget, "trigger"))
         target = min(fraction_or_tokens(self.target, budget, "target"), trigger)
-        chain: list[str] = []
+        chain: GrownList[str] = GrownList()
         found = None
         seed = None
         if self.sticky and items:
             seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
                                 overhead])
             if recent is not None and recent.seed == seed:
-                reused = min(reused, len(recent.chain))
-                chain = [*recent.chain[:reused], *chain_keys(
-                    items[reused:], seed, recent.chain[reused - 1] if reused else None)]
+                hashed = min(reused, len(recent.chain))
+                chain = recent.chain.prefix(hashed).extended(chain_keys(
+                    items[hashed:], seed, recent.chain[hashed - 1] if hashed else None))
             else:
-                chain = chain_keys(items, seed)
+                chain = GrownList(chain_keys(items, seed))
             found = self._known.longest_prefix(chain)
         if items:
-            held = [*(() if recent is None else recent.raw[:reused]),
-                    *(_held(item) for item in raw[reused:])]
-            kept = 0 if recent is None or not recent.objects else sum(
-                held is not None for held in recent.raw[:reused])
-            objects = kept + sum(type(item) is not dict for item in raw[reused:])
             self._recent = _Recent(held, items, reading, conv, boundaries, sums, seed, chain,
                                    objects)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
                      0 if found is None else found[0], boundaries, sums)
 
-    def _convert(self, items: list[dict[str, Any]], side: Any, estimator: TokenEstimator,
-                 pins: PinSpec, reading: tuple[Any, ...], recent: _Recent | None,
-                 reused: int) -> tuple[Conversion[Any], list[tuple[int, int]], list[int]]:
+    def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
+                 pins: PinSpec, reading: tuple[Any, ...], recent: _Recent | None, reused: int
+                 ) -> tuple[Growing[Any], GrownList[tuple[int, int]], GrownList[int]]:
         """The conversion of ``items`` (with its closed boundaries and running sums): reading
         only what follows the last call's history when the format can and this one extends it
         unchanged; the whole list otherwise."""
@@ -328,11 +368,11 @@ class CompactionSession:
             conv = fmt.extend(recent.conv, items, reused, side, estimator, pins,
                               self.keep_task)
             if conv is not None:
-                known = len(recent.conv.transcript.turns)
-                return (conv, [*recent.boundaries, *closed_boundaries(conv, known)],
+                known = len(recent.conv.turns)
+                return (conv, recent.boundaries.extended(closed_boundaries(conv, known)),
                         running_sums(conv, known, recent.sums))
-        conv = fmt.to_transcript(items, side, estimator, pins, self.keep_task)
-        return conv, closed_boundaries(conv), running_sums(conv, 0, [0])
+        conv = Growing.of(fmt.to_transcript(items[:], side, estimator, pins, self.keep_task))
+        return conv, GrownList(closed_boundaries(conv)), running_sums(conv, 0, GrownList([0]))
 
     def _pins_for(self, count: int) -> PinSpec:
         """Index pins as they apply to a history of ``count`` items: a session sees its history
@@ -360,7 +400,7 @@ class CompactionSession:
         trigger. Resumes after the known state's history: points before it were walked then."""
         ledger = call.known.ledger if call.known is not None else EMPTY
         sums = call.sums
-        points = call.boundaries
+        points: Sequence[tuple[int, int]] = call.boundaries
         if not self.sticky:
             points = points[-1:]
         points = points[bisect_right(points, (call.known_items, len(sums))):]
@@ -386,14 +426,14 @@ class CompactionSession:
             tokens = (result.measured_tokens if result.measured_tokens is not None
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
-                            positions_of(result.view.turns, conv.transcript.turns))
+                            positions_of(result.view.turns, conv.turns))
             events, last, over = events + 1, result, total
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
         tokens = base + sums[-1] - sums[ledger.covered_turns]
         return _Walked(ledger, events, last, tuple(replaced), over, tokens)
 
-    def _prefix(self, call: _Call, items: int) -> Conversion[Any] | None:
+    def _prefix(self, call: _Call, items: int) -> Conversion[Any] | Growing[Any] | None:
         """The history as it was after ``items`` items (None if that was not a valid request)."""
         if items >= len(call.items):
             return call.conv
@@ -403,7 +443,7 @@ class CompactionSession:
         except ValidationError:
             return None
 
-    def _event(self, conv: Conversion[Any], ledger: Ledger, call: _Call) -> Job:
+    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
         """Plan one compaction event over the history as earlier events left it: toward the
         target, or the whole budget when the protected turns alone exceed the target."""
         projected = project(conv, ledger)

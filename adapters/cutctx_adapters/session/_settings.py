@@ -63,6 +63,9 @@ def check_settings(session: Any) -> None:
         value = getattr(session, name)
         if value is not None or name == "target":
             fraction_or_tokens(value, 1, name)
+    if session.check_prefix not in ("identity", "content"):
+        raise ValidationError('check_prefix must be "identity" or "content"',
+                              {"field": "check_prefix"})
     if not isinstance(session.sticky, bool):
         raise ValidationError("sticky must be True or False", {"field": "sticky"})
     pin = session.pin
