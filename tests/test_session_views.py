@@ -334,3 +334,26 @@ def test_a_history_read_on_from_a_known_one_converts_as_a_whole(
             assert dict(grew.parts) == dict(whole.parts)
             assert grew.task_turn_id == whole.task_turn_id
     assert extended or len(calls) < 2
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(20, 45), summarize=st.booleans())
+def test_each_event_records_where_its_view_turns_stand_in_the_history(
+        name: str, seed: int, rounds: int, summarize: bool) -> None:
+    """An event finds its view's turns among those it planned over (not by scanning the whole
+    history): the positions it records are those a scan of the history's conversion gives."""
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, rounds)
+    session = make(fmt, summarize)
+    checked = 0
+    for items in run.calls():
+        send(session, fmt, run, items)
+        for known in list(session._known._entries.values()):
+            ledger = known.ledger
+            conv = fmt.to_transcript(items[:ledger.covered_items], run.side,
+                                     CharRatioEstimator(), None, True)
+            where = {turn.turn_id: index for index, turn in enumerate(conv.transcript.turns)}
+            assert ledger.positions == tuple(where.get(turn.turn_id) for turn in ledger.view)
+            checked += 1
+    assert checked

@@ -71,10 +71,27 @@ def project(conv: Conversion[Any] | Growing[Any], ledger: Ledger) -> Conversion[
     return Conversion(projected, conv.parts, conv.codec, conv.task_turn_id, conv.reading)
 
 
-def positions_of(view: Sequence[TranscriptTurn], turns: Sequence[TranscriptTurn]
-                 ) -> tuple[int | None, ...]:
-    """Where each of ``view``'s turns stands in ``turns`` (None for a summary)."""
-    where = {turn.turn_id: position for position, turn in enumerate(turns)}
+def positions_of(view: Sequence[TranscriptTurn], conv: Conversion[Any] | Growing[Any],
+                 ledger: Ledger) -> tuple[int | None, ...]:
+    """Where each of ``view``'s turns (planned over ``project(conv, ledger)``) stands in
+    ``conv``'s turns (None for a summary). Looked up among the turns that planning saw: the
+    ledger's (at their recorded positions, where those hold) and those appended since, so an
+    event costs what it planned over, not the whole history."""
+    turns, covered = conv.turns, ledger.covered_turns
+    where: dict[str, int] = {}
+    if not ledger.empty and len(ledger.positions) == len(ledger.view):
+        for turn, position in zip(ledger.view, ledger.positions, strict=True):
+            if position is None:
+                continue
+            if position >= covered or turns[position].turn_id != turn.turn_id:
+                where = {}
+                break
+            where[turn.turn_id] = position
+        else:
+            where.update((turn.turn_id, position) for position, turn
+                         in enumerate(turns[covered:], start=covered))
+    if not where:
+        where = {turn.turn_id: position for position, turn in enumerate(turns)}
     return tuple(where.get(turn.turn_id) for turn in view)
 
 

@@ -426,7 +426,7 @@ class CompactionSession:
             tokens = (result.measured_tokens if result.measured_tokens is not None
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
-                            positions_of(result.view.turns, conv.turns))
+                            positions_of(result.view.turns, conv, ledger))
             events, last, over = events + 1, result, total
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
