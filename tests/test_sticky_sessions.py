@@ -8,6 +8,7 @@ keyed by content, bounded, and safe under threads and asyncio. Nothing here is t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import itertools
 import json
@@ -560,6 +561,40 @@ def test_concurrent_aprepare_calls_match_a_serial_run() -> None:
         more = [*requests[-1], {"role": "assistant", "content": "done"},
                 {"role": "user", "content": f"{tag}: thanks"}]
         assert compactor.prepare(model=MODEL, messages=more).report.decision == "appended"
+
+
+@pytest.mark.parametrize("check_prefix", ["content", "identity"])
+def test_interleaved_conversations_each_read_only_what_they_append(check_prefix: str) -> None:
+    """One session (one wrapped client) serving several conversations at once converts each
+    history whole once, then reads of every call only what it appends, and sends what a
+    session of its own would; past ``max_views`` conversations, the least recent is read whole
+    again."""
+    whole: list[int] = []
+    calling: list[int] = [0]  # the length of the history being prepared
+
+    def counting(*args: Any) -> Any:
+        if len(args[0]) == calling[0]:  # not a prefix converted for an earlier event point
+            whole.append(len(args[0]))
+        return chat.FORMAT.to_transcript(*args)
+
+    fmt = dataclasses.replace(chat.FORMAT, to_transcript=counting)
+    tags = ["p", "q", "r"]
+    for max_views, rereads in ((8, 0), (2, 1)):
+        whole.clear()
+        shared = CompactionSession(fmt, model=MODEL, estimator=cutctx.CharRatioEstimator(),
+                                   window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
+                                   check_prefix=check_prefix, max_views=max_views)
+        alone = {tag: session(check_prefix=check_prefix) for tag in tags}
+        for step in range(len(CONVERSATIONS["p"])):
+            for tag in tags:
+                messages = [*CONVERSATIONS[tag][-1],
+                            *({"role": "user", "content": f"{tag} {n}"} for n in range(step))]
+                calling[0] = len(messages)
+                got = shared.prepare(model=MODEL, messages=messages)
+                assert dumps(sent(got)) == dumps(sent(alone[tag].prepare(model=MODEL,
+                                                                        messages=messages)))
+        firsts = len(tags)
+        assert len(whole) == firsts + rereads * (len(CONVERSATIONS["p"]) - 1) * len(tags)
 
 
 # --- (h) the session holds no caller objects -------------------------------------------------

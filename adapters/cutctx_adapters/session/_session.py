@@ -13,11 +13,10 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 from __future__ import annotations
 
 import itertools
-import weakref
 from bisect import bisect_right
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from cutctx import (
     BudgetUnsatisfiable,
@@ -46,13 +45,12 @@ from ._ledger import (
     project,
     running_sums,
 )
+from ._recent import PrefixCheck, Recent, RecentHistories
 from ._reports import CallReport, Decision, Prepared
 from ._settings import check_settings, fraction_or_tokens
 from ._summaries import SharedSummaries
 
 __all__ = ["CompactionSession", "PrefixCheck"]
-
-PrefixCheck = Literal["identity", "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,89 +75,6 @@ class _Call:
     """``closed_boundaries(conv)``: where the history could end as a request."""
     sums: GrownList[int]
     """Running token sums of ``conv``'s turns (0 first)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Recent:
-    """The last history read, to read of the next one only what it appends."""
-
-    held: GrownList[Any]
-    """How the caller's items are recognised: with ``check_prefix="identity"``, the items
-    themselves; with ``"content"``, None for a dict (recognised by its content) and a weak
-    reference to an object (the session holds none of them)."""
-    plain: GrownList[dict[str, Any]]
-    """The plain copies of the items, as converted."""
-    reading: tuple[Any, ...]
-    """What the conversion depended on besides the items: side, estimator, pins, task."""
-    conv: Growing[Any]
-    boundaries: GrownList[tuple[int, int]]
-    """``closed_boundaries(conv)``."""
-    sums: GrownList[int]
-    """Running token sums of ``conv``'s turns (0 first)."""
-    seed: str | None = None
-    chain: GrownList[str] = field(default_factory=GrownList)
-    objects: int = 0
-    """How many of the items were objects (not dicts); counted for ``"content"`` only."""
-
-    def read_on(self, raw: Sequence[Any], check: PrefixCheck
-                ) -> tuple[int, GrownList[Any], int]:
-        """How many leading items of ``raw`` are those read last time, unchanged; and, for the
-        next call, ``raw``'s items as ``held`` and how many are objects."""
-        if check == "identity":
-            grown = self.held.grown_to(raw)  # the very items (or equal ones): compared in C
-            if grown is not None:
-                return len(self.held), grown, 0
-            pairs = enumerate(zip(raw, self.held, strict=False))
-            count = next((index for index, (item, held) in pairs
-                          if item is not held and item != held), min(len(raw), len(self.held)))
-        else:
-            count = self._unchanged(raw)
-        held, objects = _recognised(self.held.prefix(count), raw[count:], check)
-        if self.objects and check == "content":
-            objects += (self.objects if count == len(self.held)
-                        else sum(entry is not None for entry in self.held[:count]))
-        return count, held, objects
-
-    def _unchanged(self, raw: Sequence[Any]) -> int:
-        """``"content"``: leading items of ``raw`` unchanged since read: a dict equal to its
-        copy (an edit made in place is seen), an object that is the very same one (SDK models
-        are taken as the values they were)."""
-        count = min(len(raw), len(self.plain))
-        if self.objects == 0 and self.plain.prefix(count).same_as(raw[:count]):
-            return count  # plain dicts all along: one comparison, in C
-        for index in range(count):
-            item, held = raw[index], self.held[index]
-            if type(item) is dict:
-                if held is not None or item != self.plain[index]:
-                    return index
-            elif held is None or held() is not item:
-                return index
-        return count
-
-
-def _recognised(held: GrownList[Any], new: Sequence[Any], check: PrefixCheck
-                ) -> tuple[GrownList[Any], int]:
-    """``held`` followed by how the next call recognises ``new``'s items (themselves, for
-    ``"identity"``), and how many of ``new`` are objects (counted for ``"content"`` only)."""
-    if check == "identity":
-        return held.extended(new), 0
-    return (held.extended(_weakly_held(item) for item in new),
-            sum(type(item) is not dict for item in new))
-
-
-def _weakly_held(item: Any) -> Callable[[], Any] | None:
-    """How ``"content"`` recognises an item: None for a dict; a weak reference to an object
-    (or, for one that takes none, a reference to nothing, matching nothing)."""
-    if type(item) is dict:
-        return None
-    try:
-        return weakref.ref(item)
-    except TypeError:
-        return _gone
-
-
-def _gone() -> None:
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +119,10 @@ class CompactionSession:
     estimator: TokenEstimator | None = None
     sticky: bool = True
     max_views: int = 64
+    """Compacted views kept (least recently used go first); as many histories are kept as
+    read, so that each of the conversations one session serves reads only what it appends."""
     max_view_bytes: int = 64 * 1024 * 1024
+    """Bytes of text the views may hold; the histories read, as many again."""
     summary_cache_size: int = 1024
     keep_task: bool = True
     keep_user_turns: bool = True
@@ -228,7 +146,7 @@ class CompactionSession:
     _options: PolicyOptions = field(init=False, repr=False)
     _known: KnownHistories = field(init=False, repr=False)
     _summaries: SharedSummaries = field(init=False, repr=False)
-    _recent: _Recent | None = field(init=False, repr=False, default=None)
+    _recents: RecentHistories = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -238,6 +156,7 @@ class CompactionSession:
             max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
             on_summary_error=self.on_summary_error, strict=self.strict)
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
+        self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
             max_entries=max(1, self.summary_cache_size))
         self._summaries = SharedSummaries(store, self.summary_timeout)
@@ -307,7 +226,7 @@ class CompactionSession:
             # and send what was read (it was the request's own dict, never the caller's).
             raw = request[fmt.list_key] = list(raw)
         side = given(request.get(fmt.side_key)) if fmt.side_key else None
-        recent, reused = self._recent, 0  # read once: other threads may replace it
+        recent, reused = None, 0
         if isinstance(raw, str):
             items: GrownList[dict[str, Any]] = GrownList()
             conv = Growing.of(fmt.to_transcript(raw, side, estimator, self._pins_for(1),
@@ -318,10 +237,8 @@ class CompactionSession:
             if raw is None or isinstance(raw, bytes | Mapping) or not isinstance(raw, Sequence):
                 raise ValidationError(f"{fmt.list_key} must be a list",
                                       {"field": fmt.list_key, "rule": "list_type"})
-            if recent is None:
-                reused, (held, objects) = 0, _recognised(GrownList(), raw, self.check_prefix)
-            else:
-                reused, held, objects = recent.read_on(raw, self.check_prefix)
+            reuse = self._recents.find(raw, self.check_prefix)
+            recent, reused = reuse.recent, reuse.count
             items = (GrownList() if recent is None else recent.plain.prefix(reused)).extended(
                 to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
                 for i, item in enumerate(raw[reused:], start=reused))
@@ -349,14 +266,14 @@ class CompactionSession:
                 chain = GrownList(chain_keys(items, seed))
             found = self._known.longest_prefix(chain)
         if items:
-            self._recent = _Recent(held, items, reading, conv, boundaries, sums, seed, chain,
-                                   objects)
+            self._recents.put(Recent(reuse.held, items, reading, conv, boundaries, sums, seed,
+                                     chain, reuse.objects, reuse.size_of(items)), reuse)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
                      0 if found is None else found[0], boundaries, sums)
 
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
-                 pins: PinSpec, reading: tuple[Any, ...], recent: _Recent | None, reused: int
+                 pins: PinSpec, reading: tuple[Any, ...], recent: Recent | None, reused: int
                  ) -> tuple[Growing[Any], GrownList[tuple[int, int]], GrownList[int]]:
         """The conversion of ``items`` (with its closed boundaries and running sums): reading
         only what follows the last call's history when the format can and this one extends it

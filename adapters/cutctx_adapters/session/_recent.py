@@ -1,0 +1,187 @@
+"""The histories a session read last, so that a call extending one reads only what it appends.
+
+One session (or wrapped client) often serves many conversations at once, so it keeps several:
+for each, the plain copies of its items, its conversion, and what tells that a later history
+extends it. Which one a call extends is found cheaply (the last item read stands at the same
+place in the call's history) and then checked whole, by identity or by content
+(``check_prefix``). Bounded by count and by the bytes of text held; safe under threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._conversion import Growing
+from .._grown import GrownList
+from ._known import text_size
+
+__all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused"]
+
+PrefixCheck = Literal["identity", "content"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Recent:
+    """A history read, to read of a later one only what it appends."""
+
+    held: GrownList[Any]
+    """How the caller's items are recognised: with ``check_prefix="identity"``, the items
+    themselves; with ``"content"``, None for a dict (recognised by its content) and a weak
+    reference to an object (the session holds none of them)."""
+    plain: GrownList[dict[str, Any]]
+    """The plain copies of the items, as converted."""
+    reading: tuple[Any, ...]
+    """What the conversion depended on besides the items: side, estimator, pins, task."""
+    conv: Growing[Any]
+    boundaries: GrownList[tuple[int, int]]
+    """``closed_boundaries(conv)``."""
+    sums: GrownList[int]
+    """Running token sums of ``conv``'s turns (0 first)."""
+    seed: str | None = None
+    chain: GrownList[str] = field(default_factory=GrownList)
+    objects: int = 0
+    """How many of the items were objects (not dicts); counted for ``"content"`` only."""
+    size: int = 0
+    """Bytes of text of the plain copies (for the memory bound)."""
+
+    def extended_by(self, raw: Sequence[Any], check: PrefixCheck
+                    ) -> tuple[GrownList[Any], int] | None:
+        """When ``raw`` starts with all of this history's items, unchanged: ``raw``'s items as
+        ``held`` and how many are objects; None otherwise (cheaply, mostly: the last item read
+        is looked at first)."""
+        length = len(self.plain)
+        if not length or len(raw) < length or not self._same(raw[length - 1], length - 1,
+                                                              check):
+            return None
+        if check == "identity":
+            grown = self.held.grown_to(raw)  # the very items (or equal ones): compared in C
+            return None if grown is None else (grown, 0)
+        if self._unchanged(raw) < length:
+            return None
+        held, objects = recognised(self.held, raw[length:], check)
+        return held, objects + self.objects
+
+    def read_on(self, raw: Sequence[Any], check: PrefixCheck) -> Reused:
+        """How many leading items of ``raw`` are this history's, unchanged; and ``raw``'s items
+        as ``held`` and how many are objects."""
+        if check == "identity":
+            pairs = enumerate(zip(raw, self.held, strict=False))
+            count = next((index for index, (item, held) in pairs
+                          if item is not held and item != held), min(len(raw), len(self.held)))
+        else:
+            count = self._unchanged(raw)
+        held, objects = recognised(self.held.prefix(count), raw[count:], check)
+        if self.objects and check == "content":
+            objects += (self.objects if count == len(self.held)
+                        else sum(entry is not None for entry in self.held[:count]))
+        return Reused(self, count, held, objects)
+
+    def _same(self, item: Any, index: int, check: PrefixCheck) -> bool:
+        """Whether ``item`` is the item read at ``index``: the same object (or an equal one),
+        for ``"identity"``; for ``"content"``, a dict equal to its copy or the same object."""
+        held = self.held[index]
+        if check == "identity":
+            return item is held or item == held
+        if type(item) is dict:
+            return held is None and item == self.plain[index]
+        return held is not None and held() is item
+
+    def _unchanged(self, raw: Sequence[Any]) -> int:
+        """``"content"``: leading items of ``raw`` unchanged since read: a dict equal to its
+        copy (an edit made in place is seen), an object that is the very same one (SDK models
+        are taken as the values they were)."""
+        count = min(len(raw), len(self.plain))
+        if self.objects == 0 and self.plain.prefix(count).same_as(raw[:count]):
+            return count  # plain dicts all along: one comparison, in C
+        for index in range(count):
+            if not self._same(raw[index], index, "content"):
+                return index
+        return count
+
+
+@dataclass(frozen=True, slots=True)
+class Reused:
+    """What a call's history takes from a history read before."""
+
+    recent: Recent | None
+    count: int
+    """Leading items of the call's history that are ``recent``'s, unchanged."""
+    held: GrownList[Any]
+    """The call's items as ``Recent.held``."""
+    objects: int
+
+    def size_of(self, items: GrownList[dict[str, Any]]) -> int:
+        """``Recent.size`` for ``items`` (the call's plain items): what is appended, measured."""
+        recent, count = self.recent, self.count
+        before = (recent.size if recent is not None and count == len(recent.plain)
+                  else text_size(items[:count]))
+        return before + text_size(items[count:])
+
+
+def recognised(held: GrownList[Any], new: Sequence[Any], check: PrefixCheck
+               ) -> tuple[GrownList[Any], int]:
+    """``held`` followed by how a later call recognises ``new``'s items (themselves, for
+    ``"identity"``), and how many of ``new`` are objects (counted for ``"content"`` only)."""
+    if check == "identity":
+        return held.extended(new), 0
+    return (held.extended(_weakly_held(item) for item in new),
+            sum(type(item) is not dict for item in new))
+
+
+def _weakly_held(item: Any) -> Callable[[], Any] | None:
+    """How ``"content"`` recognises an item: None for a dict; a weak reference to an object
+    (or, for one that takes none, a reference to nothing, matching nothing)."""
+    if type(item) is dict:
+        return None
+    try:
+        return weakref.ref(item)
+    except TypeError:
+        return _gone
+
+
+def _gone() -> None:
+    return None
+
+
+class RecentHistories:
+    """The histories read last, newest first to be tried; the newest is always kept."""
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self._entries: list[Recent] = []  # oldest first
+        self._max_entries = max(1, max_entries)
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def find(self, raw: Sequence[Any], check: PrefixCheck) -> Reused:
+        """The history ``raw`` extends, if it extends one whole; else what it shares with the
+        newest (a history edited, rolled back, or new)."""
+        with self._lock:
+            entries = list(self._entries)
+        for recent in reversed(entries):
+            whole = recent.extended_by(raw, check)
+            if whole is not None:
+                return Reused(recent, len(recent.plain), *whole)
+        if entries:
+            return entries[-1].read_on(raw, check)
+        return Reused(None, 0, *recognised(GrownList(), raw, check))
+
+    def put(self, recent: Recent, reused: Reused) -> None:
+        """Keep ``recent`` as the newest; instead of the history it extends whole, if it does
+        (one it shares only a part with is another conversation, or an earlier branch)."""
+        whole = reused.recent if reused.recent is not None and reused.count == len(
+            reused.recent.plain) else None
+        with self._lock:
+            entries = [entry for entry in self._entries if entry is not whole]
+            entries.append(recent)
+            total = sum(entry.size for entry in entries)
+            while len(entries) > 1 and (len(entries) > self._max_entries
+                                        or total > self._max_bytes):
+                total -= entries.pop(0).size
+            self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
