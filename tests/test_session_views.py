@@ -10,6 +10,7 @@ Property tests over agent sessions in all three formats.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import re
@@ -357,3 +358,27 @@ def test_each_event_records_where_its_view_turns_stand_in_the_history(
             assert ledger.positions == tuple(where.get(turn.turn_id) for turn in ledger.view)
             checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_history_seen_whole_is_converted_once_not_once_per_event(name: str, seed: int
+                                                                   ) -> None:
+    """A session seeing a long history for the first time (a new worker, a restart) compacts
+    at each of its earlier points, reading each point's history on from the one before:
+    no whole conversion per event, and what it sends is what a session that saw every call
+    sends."""
+    fmt, build, _ = FORMATS[name]
+    run = build(seed, 45)
+    whole: list[int] = []
+
+    def counting(*args: Any) -> Any:
+        whole.append(len(args[0]))
+        return fmt.to_transcript(*args)
+
+    counted = dataclasses.replace(fmt, to_transcript=counting)
+    cold = send(make(counted), counted, run, run.calls()[-1])
+    assert cold.report.events >= 3
+    assert len(whole) <= 2  # the whole history, and the first point's (nothing to read on from)
+    every = make(fmt)
+    assert body(cold) == body([send(every, fmt, run, items) for items in run.calls()][-1])

@@ -72,8 +72,9 @@ class HistoryFormat:
     extend: Callable[[Conversion[Any] | Growing[Any], Any, int, Any, TokenEstimator, PinSpec,
                       bool], Growing[Any] | None] | None = None
     """(previous conversion of ``items[:known]``, items, known, side, estimator, pin, keep_task)
-    -> the conversion of all items, reading only the new ones; None when it cannot (then the
-    whole list is converted). Formats without it are converted whole on every call."""
+    -> the conversion of all items as a ``Growing`` one, reading only the new ones; None when
+    it cannot (then the whole list is converted). Formats without it are converted whole on
+    every call."""
     read_item: Callable[[Any, int], Any] = lambda item, index: item
     """An item as the caller gave it, made ready for ``to_plain`` (Anthropic reads base64 data
     given as files, as its SDK does); the identity elsewhere."""

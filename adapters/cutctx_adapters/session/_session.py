@@ -75,6 +75,9 @@ class _Call:
     """``closed_boundaries(conv)``: where the history could end as a request."""
     sums: GrownList[int]
     """Running token sums of ``conv``'s turns (0 first)."""
+    read_from: tuple[int, Growing[Any]] | None = None
+    """The conversion of a prefix ``conv`` was read on from, and its items: where the walk
+    reads on from to convert an earlier point's history."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +229,7 @@ class CompactionSession:
             # and send what was read (it was the request's own dict, never the caller's).
             raw = request[fmt.list_key] = list(raw)
         side = given(request.get(fmt.side_key)) if fmt.side_key else None
-        recent, reused = None, 0
+        recent, reused, read_from = None, 0, None
         if isinstance(raw, str):
             items: GrownList[dict[str, Any]] = GrownList()
             conv = Growing.of(fmt.to_transcript(raw, side, estimator, self._pins_for(1),
@@ -245,8 +248,10 @@ class CompactionSession:
             pins = self._pins_for(len(items))
             reading = (to_plain(side), estimator, pins if callable(pins) or pins is None
                        else tuple(sorted(pins)), self.keep_task)
-            conv, boundaries, sums = self._convert(items, side, estimator, pins, reading,
-                                                   recent, reused)
+            read_from = (None if recent is None or not _reads_on(recent, reused, reading)
+                         else (reused, recent.conv))
+            conv, boundaries, sums = self._convert(items, side, estimator, pins, recent,
+                                                   read_from)
         overhead = fmt.overhead(request, estimator)
         budget = self._budget(request, model)
         trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
@@ -270,19 +275,18 @@ class CompactionSession:
                                      chain, reuse.objects, reuse.size_of(items)), reuse)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
-                     0 if found is None else found[0], boundaries, sums)
+                     0 if found is None else found[0], boundaries, sums, read_from)
 
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
-                 pins: PinSpec, reading: tuple[Any, ...], recent: Recent | None, reused: int
+                 pins: PinSpec, recent: Recent | None,
+                 read_from: tuple[int, Growing[Any]] | None
                  ) -> tuple[Growing[Any], GrownList[tuple[int, int]], GrownList[int]]:
         """The conversion of ``items`` (with its closed boundaries and running sums): reading
-        only what follows the last call's history when the format can and this one extends it
-        unchanged; the whole list otherwise."""
+        only what follows ``recent``'s history when this one continues it (``read_from``) and
+        the format can; the whole list otherwise."""
         fmt = self.format
-        if (recent is not None and fmt.extend is not None and reused
-                and reused == len(recent.plain) and recent.reading[1] is reading[1]
-                and recent.reading[0] == reading[0] and recent.reading[2:] == reading[2:]):
-            conv = fmt.extend(recent.conv, items, reused, side, estimator, pins,
+        if recent is not None and read_from is not None and fmt.extend is not None:
+            conv = fmt.extend(read_from[1], items, read_from[0], side, estimator, pins,
                               self.keep_task)
             if conv is not None:
                 known = len(recent.conv.turns)
@@ -323,6 +327,7 @@ class CompactionSession:
         points = points[bisect_right(points, (call.known_items, len(sums))):]
         events, last, over = 0, None, 0
         replaced: list[Replacement] = []
+        read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
             if items <= call.known_items:
                 continue
@@ -330,9 +335,10 @@ class CompactionSession:
             total = base + sums[count] - sums[ledger.covered_turns]
             if total <= call.trigger:
                 continue
-            conv = self._prefix(call, items)
+            conv = self._prefix(call, items, read)
             if conv is None:
                 continue
+            read = (items, conv)
             try:
                 job = self._event(conv, ledger, call)
             except BudgetUnsatisfiable:
@@ -350,13 +356,27 @@ class CompactionSession:
         tokens = base + sums[-1] - sums[ledger.covered_turns]
         return _Walked(ledger, events, last, tuple(replaced), over, tokens)
 
-    def _prefix(self, call: _Call, items: int) -> Conversion[Any] | Growing[Any] | None:
-        """The history as it was after ``items`` items (None if that was not a valid request)."""
+    def _prefix(self, call: _Call, items: int,
+                read: tuple[int, Conversion[Any] | Growing[Any]] | None
+                ) -> Conversion[Any] | Growing[Any] | None:
+        """The history as it was after ``items`` items (None if that was not a valid request):
+        read on from the longest prefix converted before (``read``: its items and conversion)
+        where the format can, so the events of a history seen whole for the first time cost
+        the history once, not once each."""
         if items >= len(call.items):
             return call.conv
+        fmt, pins = self.format, self._pins_for(items)
+        if read is not None and fmt.extend is not None and read[0] < items:
+            try:
+                grown = fmt.extend(read[1], call.items.prefix(items), read[0], call.side,
+                                   call.estimator, pins, self.keep_task)
+            except ValidationError:
+                grown = None  # told apart below, by the whole prefix
+            if grown is not None:
+                return grown
         try:
-            return self.format.to_transcript(call.items[:items], call.side, call.estimator,
-                                             self._pins_for(items), self.keep_task)
+            return fmt.to_transcript(call.items[:items], call.side, call.estimator, pins,
+                                     self.keep_task)
         except ValidationError:
             return None
 
@@ -460,6 +480,16 @@ class CompactionSession:
         if key is not None and (side is not None or given(request.get(key)) is not None):
             out[key] = side
         return out
+
+
+def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
+    """Whether a history whose first ``reused`` items are ``recent``'s continues all of it, read
+    the same way (side, estimator, task pinning; index pins apply to items by index, so those
+    of the items before stay as they were): ``recent``'s conversion can be read on from."""
+    return (0 < reused == len(recent.plain) and recent.reading[1] is reading[1]
+            and recent.reading[0] == reading[0] and recent.reading[3] == reading[3]
+            and callable(recent.reading[2]) == callable(reading[2])
+            and (not callable(reading[2]) or recent.reading[2] is reading[2]))
 
 
 def walked_texts(ledger: Ledger) -> list[str]:
