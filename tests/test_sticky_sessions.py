@@ -564,6 +564,27 @@ def test_concurrent_aprepare_calls_match_a_serial_run() -> None:
 
 
 @pytest.mark.parametrize("check_prefix", ["content", "identity"])
+def test_threads_preparing_the_same_conversation_match_a_serial_run(check_prefix: str) -> None:
+    """Threads racing through the same calls of one conversation (the same list objects) all
+    send what a serial run sends: views of shared state that two calls extend at once never see
+    each other's items."""
+    requests = CONVERSATIONS["p"]
+    expected = [trace_of(o) for o in replay(session(check_prefix=check_prefix), requests)]
+    compactor = session(check_prefix=check_prefix)
+    start = threading.Barrier(6)
+
+    def run(offset: int) -> Trace:
+        start.wait()
+        return [trace_of(compactor.prepare(model=MODEL, messages=messages))
+                for messages in requests[offset % 3:]]
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(run, range(6)))
+    for offset, traces in enumerate(results):
+        assert [sent for _, sent in traces] == [sent for _, sent in expected[offset % 3:]]
+
+
+@pytest.mark.parametrize("check_prefix", ["content", "identity"])
 def test_interleaved_conversations_each_read_only_what_they_append(check_prefix: str) -> None:
     """One session (one wrapped client) serving several conversations at once converts each
     history whole once, then reads of every call only what it appends, and sends what a
