@@ -35,6 +35,8 @@ def test_every_grown_list_reads_as_its_plain_copy(moves: list[tuple[int, int, li
         assert [grown[i] for i in range(-len(plain), 0)] == plain
         assert grown.same_as(plain) and grown.same_as(tuple(plain))
         assert not grown.same_as([*plain, 0])
+        assert grown == plain and plain == grown and grown == GrownList(plain)
+        assert grown != [*plain, 0] and grown != tuple(plain)
         for outside in (len(plain), -len(plain) - 1):
             with pytest.raises(IndexError):
                 grown[outside]

@@ -62,6 +62,13 @@ class GrownList(Sequence[T]):
     def __repr__(self) -> str:
         return f"GrownList({self[:]!r})"
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GrownList):
+            other = other[:]
+        return isinstance(other, list) and self[:] == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable like a list: unhashable
+
     def prefix(self, count: int) -> GrownList[T]:
         """The first ``count`` items (no copy)."""
         return self._seeing(self._items, max(0, min(count, self._length)))
