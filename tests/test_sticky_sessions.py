@@ -677,12 +677,15 @@ def api(tiktoken_cache: Path) -> Iterator[respx.Route]:
         yield router.post("/chat/completions").mock(side_effect=completion_json)
 
 
-def test_the_wrapper_sends_a_stable_prefix_and_reports_why(api: respx.Route) -> None:
+@pytest.mark.parametrize("check_prefix", ["content", "identity"])
+def test_the_wrapper_sends_a_stable_prefix_and_reports_why(api: respx.Route,
+                                                           check_prefix: str) -> None:
     reports: list[CallReport] = []
     summarizer = CountingSummarizer()
     client = CompactingOpenAI(OpenAI(api_key="test", base_url=BASE_URL, max_retries=0),
                               window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
-                              summarizer=summarizer, on_compaction=reports.append)
+                              summarizer=summarizer, on_compaction=reports.append,
+                              check_prefix=check_prefix)
     for messages in REQUESTS:
         response = client.chat.completions.create(model=MODEL, messages=messages)
         assert isinstance(response, ChatCompletion)
