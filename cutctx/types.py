@@ -138,41 +138,6 @@ class TranscriptTurn:
                                  self.tool_call_id, self.pinned, dict(self.metadata)))
 
 
-class _TurnIds:
-    """The turn ids of a transcript and of those extended from it, shared: each id with the
-    position of its turn, so a transcript of ``n`` turns holds exactly the ids placed below
-    ``n``. One transcript at a time may add to it (the first extended from the longest one:
-    a growing history costs what it appends); any other builds its own."""
-
-    __slots__ = ("_at", "_free")
-
-    def __init__(self, turns: tuple[TranscriptTurn, ...]) -> None:
-        self._at = {turn.turn_id: position for position, turn in enumerate(turns)}
-        # The one length it may grow from, taken (popped: atomically) by whoever grows it.
-        self._free = [len(turns)]
-
-    def holds(self, turn_id: str, count: int) -> bool:
-        """Whether ``turn_id`` is among the first ``count`` turns' ids."""
-        position = self._at.get(turn_id)
-        return position is not None and position < count
-
-    def grown(self, turns: tuple[TranscriptTurn, ...], more: tuple[TranscriptTurn, ...]
-              ) -> _TurnIds:
-        """The ids of ``turns + more`` (``turns``: the transcript these are the ids of)."""
-        try:
-            free = self._free.pop()
-        except IndexError:
-            free = None
-        if free != len(turns):
-            if free is not None:
-                self._free.append(free)  # grown from a longer transcript already: not ours
-            return _TurnIds(turns + more)
-        for position, turn in enumerate(more, start=len(turns)):
-            self._at[turn.turn_id] = position
-        self._free.append(len(turns) + len(more))
-        return self
-
-
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """Turns, oldest first, with unique ids."""
@@ -207,22 +172,21 @@ class Transcript:
         ('a', 'b')
         """
         more = tuple(turns)
-        known = len(self.turns)
-        ids: _TurnIds | None = self._derived.get("ids")
-        if ids is None:
-            ids = self._derived.setdefault("ids", _TurnIds(self.turns))
+        seen: set[str] | None = self._derived.get("ids")
+        if seen is None:
+            seen = self._derived["ids"] = {turn.turn_id for turn in self.turns}
         fresh: set[str] = set()
         for offset, turn in enumerate(more):
+            index = len(self.turns) + offset
             if not isinstance(turn, TranscriptTurn):
-                raise ValidationError("turns must be TranscriptTurn values",
-                                      {"index": known + offset})
-            if ids.holds(turn.turn_id, known) or turn.turn_id in fresh:
+                raise ValidationError("turns must be TranscriptTurn values", {"index": index})
+            if turn.turn_id in seen or turn.turn_id in fresh:
                 raise ValidationError("duplicate turn id",
-                                      {"turn_id": turn.turn_id, "index": known + offset})
+                                      {"turn_id": turn.turn_id, "index": index})
             fresh.add(turn.turn_id)
         out = object.__new__(Transcript)
         object.__setattr__(out, "turns", self.turns + more)
-        object.__setattr__(out, "_derived", {"ids": ids.grown(self.turns, more)})
+        object.__setattr__(out, "_derived", {"ids": seen | fresh})
         total = self._derived.get(("tokens", None))
         if total is not None:
             out._derived[("tokens", None)] = total + sum(turn.token_estimate for turn in more)

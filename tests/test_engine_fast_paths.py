@@ -184,7 +184,7 @@ def test_the_one_pass_check_agrees_with_the_rule_checks(
 
 
 # --------------------------------------------------------------------------------------------
-# Transcript.extended: ids shared along a growing history, never across branches
+# Transcript.extended: checks only what it appends, and agrees with building the whole
 # --------------------------------------------------------------------------------------------
 
 growths = st.lists(st.tuples(st.integers(min_value=0, max_value=8),

@@ -89,12 +89,12 @@ class GrownList(Sequence[T]):
         length = self._length
         if len(values) < length:
             return None
-        if type(values) is not list:
-            return self.extended(values[length:]) if self.same_as(values[:length]) else None
-        with _GROWING:
-            tip = len(self._items) == length
-            if tip:  # tentatively: no other view sees past ``length`` until one is returned
-                self._items.extend(values[length:])
+        tip = False
+        if type(values) is list:
+            with _GROWING:
+                tip = len(self._items) == length
+                if tip:  # tentatively: no other view sees past ``length`` until one is returned
+                    self._items.extend(values[length:])
         if not tip:
             return self.extended(values[length:]) if self.same_as(values[:length]) else None
         if self._items == values:

@@ -35,7 +35,8 @@ class Recent:
     plain: GrownList[dict[str, Any]]
     """The plain copies of the items, as converted."""
     reading: tuple[Any, ...]
-    """What the conversion depended on besides the items: side, estimator, pins, task."""
+    """What the conversion depended on besides the items: side, estimator, the pin setting,
+    task pinning."""
     conv: Growing[Any]
     boundaries: GrownList[tuple[int, int]]
     """``closed_boundaries(conv)``."""
@@ -60,7 +61,7 @@ class Recent:
         if check == "identity":
             grown = self.held.grown_to(raw)  # the very items (or equal ones): compared in C
             return None if grown is None else (grown, 0)
-        if self._unchanged(raw) < length:
+        if self._unchanged(raw, check) < length:
             return None
         held, objects = recognised(self.held, raw[length:], check)
         return held, objects + self.objects
@@ -68,12 +69,7 @@ class Recent:
     def read_on(self, raw: Sequence[Any], check: PrefixCheck) -> Reused:
         """How many leading items of ``raw`` are this history's, unchanged; and ``raw``'s items
         as ``held`` and how many are objects."""
-        if check == "identity":
-            pairs = enumerate(zip(raw, self.held, strict=False))
-            count = next((index for index, (item, held) in pairs
-                          if item is not held and item != held), min(len(raw), len(self.held)))
-        else:
-            count = self._unchanged(raw)
+        count = self._unchanged(raw, check)
         held, objects = recognised(self.held.prefix(count), raw[count:], check)
         if self.objects and check == "content":
             objects += (self.objects if count == len(self.held)
@@ -90,17 +86,16 @@ class Recent:
             return held is None and item == self.plain[index]
         return held is not None and held() is item
 
-    def _unchanged(self, raw: Sequence[Any]) -> int:
-        """``"content"``: leading items of ``raw`` unchanged since read: a dict equal to its
-        copy (an edit made in place is seen), an object that is the very same one (SDK models
-        are taken as the values they were)."""
+    def _unchanged(self, raw: Sequence[Any], check: PrefixCheck) -> int:
+        """How many leading items of ``raw`` are this history's, unchanged (see ``_same``: a
+        dict equal to its copy, for ``"content"``, so an edit made in place is seen)."""
         count = min(len(raw), len(self.plain))
-        if self.objects == 0 and self.plain.prefix(count).same_as(raw[:count]):
-            return count  # plain dicts all along: one comparison, in C
-        for index in range(count):
-            if not self._same(raw[index], index, "content"):
-                return index
-        return count
+        compared = self.held if check == "identity" else self.plain
+        if (check == "identity" or self.objects == 0) and compared.prefix(count).same_as(
+                raw[:count]):
+            return count  # the very items, or plain dicts all along: one comparison, in C
+        return next((index for index in range(count) if not self._same(raw[index], index, check)),
+                    count)
 
 
 @dataclass(frozen=True, slots=True)

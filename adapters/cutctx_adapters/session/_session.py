@@ -245,13 +245,11 @@ class CompactionSession:
             items = (GrownList() if recent is None else recent.plain.prefix(reused)).extended(
                 to_plain(fmt.read_item(item, i), where=f"{fmt.list_key}[{i}]", index=i)
                 for i, item in enumerate(raw[reused:], start=reused))
-            pins = self._pins_for(len(items))
-            reading = (to_plain(side), estimator, pins if callable(pins) or pins is None
-                       else tuple(sorted(pins)), self.keep_task)
-            read_from = (None if recent is None or not _reads_on(recent, reused, reading)
-                         else (reused, recent.conv))
-            conv, boundaries, sums = self._convert(items, side, estimator, pins, recent,
-                                                   read_from)
+            reading = (to_plain(side), estimator, self.pin, self.keep_task)
+            continued = (recent if recent is not None and _reads_on(recent, reused, reading)
+                         else None)
+            conv, boundaries, sums = self._convert(items, side, estimator, continued)
+            read_from = None if continued is None else (reused, continued.conv)
         overhead = fmt.overhead(request, estimator)
         budget = self._budget(request, model)
         trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
@@ -278,20 +276,19 @@ class CompactionSession:
                      0 if found is None else found[0], boundaries, sums, read_from)
 
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
-                 pins: PinSpec, recent: Recent | None,
-                 read_from: tuple[int, Growing[Any]] | None
+                 continued: Recent | None
                  ) -> tuple[Growing[Any], GrownList[tuple[int, int]], GrownList[int]]:
         """The conversion of ``items`` (with its closed boundaries and running sums): reading
-        only what follows ``recent``'s history when this one continues it (``read_from``) and
-        the format can; the whole list otherwise."""
-        fmt = self.format
-        if recent is not None and read_from is not None and fmt.extend is not None:
-            conv = fmt.extend(read_from[1], items, read_from[0], side, estimator, pins,
-                              self.keep_task)
+        only what follows the history read before that this one ``continued``, where the format
+        can; the whole list otherwise."""
+        fmt, pins = self.format, self._pins_for(len(items))
+        if continued is not None and fmt.extend is not None:
+            conv = fmt.extend(continued.conv, items, len(continued.plain), side, estimator,
+                              pins, self.keep_task)
             if conv is not None:
-                known = len(recent.conv.turns)
-                return (conv, recent.boundaries.extended(closed_boundaries(conv, known)),
-                        running_sums(conv, known, recent.sums))
+                known = len(continued.conv.turns)
+                return (conv, continued.boundaries.extended(closed_boundaries(conv, known)),
+                        running_sums(conv, known, continued.sums))
         conv = Growing.of(fmt.to_transcript(items[:], side, estimator, pins, self.keep_task))
         return conv, GrownList(closed_boundaries(conv)), running_sums(conv, 0, GrownList([0]))
 
@@ -484,12 +481,12 @@ class CompactionSession:
 
 def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
     """Whether a history whose first ``reused`` items are ``recent``'s continues all of it, read
-    the same way (side, estimator, task pinning; index pins apply to items by index, so those
-    of the items before stay as they were): ``recent``'s conversion can be read on from."""
-    return (0 < reused == len(recent.plain) and recent.reading[1] is reading[1]
-            and recent.reading[0] == reading[0] and recent.reading[3] == reading[3]
-            and callable(recent.reading[2]) == callable(reading[2])
-            and (not callable(reading[2]) or recent.reading[2] is reading[2]))
+    the same way (the same side, estimator, pin setting and task pinning): ``recent``'s
+    conversion can be read on from."""
+    side, estimator, pin, keep_task = reading
+    return (0 < reused == len(recent.plain) and recent.reading[1] is estimator
+            and recent.reading[2] is pin and recent.reading[3] == keep_task
+            and recent.reading[0] == side)
 
 
 def walked_texts(ledger: Ledger) -> list[str]:
