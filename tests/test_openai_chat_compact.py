@@ -277,9 +277,20 @@ def test_a_compaction_budget_is_the_transcript_allowance() -> None:
 
 
 def test_keep_recent_protects_the_newest_messages() -> None:
-    result = chat.compact(HISTORY, budget=total(HISTORY) // 4, keep_recent=5, keep_task=False)
+    """Protection keeps a message in place and unmasked; a result over its share of the budget
+    keeps its head and tail (issue 31), everything else stays byte for byte."""
+    budget = total(HISTORY) // 4
+    result = chat.compact(HISTORY, budget=budget, keep_recent=5, keep_task=False)
     assert result.messages is not None
-    assert result.messages[-5:] == HISTORY[-5:]
+    for sent, given in zip(result.messages[-5:], HISTORY[-5:], strict=True):
+        if sent == given:
+            continue
+        assert given["role"] == "tool" and sent["tool_call_id"] == given["tool_call_id"]
+        assert "cutctx clipped this tool result" in sent["content"]
+    # Without clips the protected turns do not fit: protection bends and says so.
+    unclipped = chat.compact(HISTORY, budget=budget, keep_recent=5, keep_task=False,
+                             max_result_share=1.0)
+    assert unclipped.protection_relaxed and not unclipped.budget_unmet
 
 
 @pytest.mark.parametrize("budget", [-1, 1.5, "100", True, None])
