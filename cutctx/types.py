@@ -396,9 +396,10 @@ class SummarizationRequest:
     def __post_init__(self) -> None:
         require_text(self.group_id, "group_id")
         require_text(self.prompt_id, "prompt_id")
-        if isinstance(self.turn_ids, str):
-            raise ValidationError("turn_ids must be a sequence of ids, not a str",
-                                  {"group_id": self.group_id, "field": "turn_ids"})
+        if isinstance(self.turn_ids, str | bytes) or not isinstance(self.turn_ids, Iterable):
+            raise ValidationError(
+                f"turn_ids must be a sequence of ids, got {type(self.turn_ids).__name__}",
+                {"group_id": self.group_id, "field": "turn_ids"})
         turn_ids = tuple(self.turn_ids)
         if not turn_ids:
             raise ValidationError("turn_ids must not be empty", {"group_id": self.group_id})

@@ -100,7 +100,9 @@ def plain_tools(tools: Any) -> list[Any] | None:
     if tools is None:
         return None
     if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
-        raise invalid("tool", 0, "tools", "tools_type", "tools must be a list")
+        raise ValidationError(
+            f"tools must be a list of tool definitions, got {type(tools).__name__} "
+            "(field 'tools', rule tools_type)", {"field": "tools", "rule": "tools_type"})
     return [to_plain(tool, where=f"tool {index}", index=index)
             for index, tool in enumerate(tools)]
 

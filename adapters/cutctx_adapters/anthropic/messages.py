@@ -39,7 +39,7 @@ from typing import Any, Unpack
 
 from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
-from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
+from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, plain_tools, to_plain
 from .._estimators import estimator_for
 from .._format import HistoryFormat, given, reply_allowance, server_held
 from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
@@ -379,7 +379,7 @@ def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
     tools = given(request.get("tools"))
     choice = given(request.get("tool_choice"))
-    return counter.request_overhead([to_plain(tool) for tool in tools] if tools else None,
+    return counter.request_overhead(plain_tools(tools) if tools else None,
                                     to_plain(choice) if choice is not None else None)
 
 
