@@ -45,8 +45,8 @@ def _tiktoken_cache_dir() -> Path | None:
 @pytest.fixture(scope="session")
 def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """tiktoken's cache folder holding o200k_base and cl100k_base, set as TIKTOKEN_CACHE_DIR for
-    the session (so a folder it cannot write is an error, not a silent miss). tiktoken downloads
-    what is missing; the tests skip (TIKTOKEN_UNAVAILABLE) only when that download fails."""
+    the session (so tiktoken reports a folder it cannot write instead of skipping it). tiktoken
+    downloads what is missing; the tests skip (TIKTOKEN_UNAVAILABLE) only when that fails."""
     from cutctx_adapters.errors import TokenizerUnavailable
     from cutctx_adapters.tiktoken import load_encoding
 
