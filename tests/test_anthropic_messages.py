@@ -30,12 +30,12 @@ from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
 
+from ._support.data import REQUESTS
 from .test_anthropic_properties import assert_sendable, png
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUESTS = ROOT.parent / "shared" / "histories" / "requests"
 CODING_AGENT = ROOT / "examples" / "histories" / "coding_agent.anthropic.json"
 CHARS = CharRatioEstimator()
 BASE_URL = "https://api.anthropic.test"
@@ -428,8 +428,6 @@ def test_masked_tool_results_keep_id_error_flag_and_marker() -> None:
 @pytest.mark.parametrize("policy_name", ["default", "mask", "drop", "summarize", "chain"])
 def test_compacting_shared_histories_always_gives_sendable_requests(path: Path,
                                                                    policy_name: str) -> None:
-    if not path.exists():
-        pytest.skip(f"{path.name} is not there")
     request = load(path)
     frozen = copy.deepcopy(request)
     policy = {"default": None, "mask": ObservationMaskingPolicy(0), "drop": DropOldestPolicy(),

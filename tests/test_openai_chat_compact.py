@@ -6,7 +6,6 @@ import asyncio
 import copy
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +25,10 @@ from cutctx_adapters._policy import choose_policy
 from cutctx_adapters.openai import chat
 
 from . import chat_rules
+from ._support.data import REQUESTS
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
 CHARS = CharRatioEstimator()
 SECRET = "ERROR-TEXT-c0ffee"
 MASK_ONLY = choose_policy(None, None).name  # the chain without a summarizer
@@ -507,7 +506,7 @@ def test_failed_summaries_are_not_cached() -> None:
 # --- a real shared history -----------------------------------------------------------------
 
 def test_parallel_tools_request_compacts_to_a_valid_request() -> None:
-    body = json.loads((SHARED / "requests" / "openai_chat_parallel_tools.json").read_text())
+    body = json.loads((REQUESTS / "openai_chat_parallel_tools.json").read_text())
     request = body["request"]
     messages, tools = request["messages"], request["tools"]
     before = total(messages, model=request["model"], tools=tools)

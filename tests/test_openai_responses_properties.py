@@ -2,7 +2,7 @@
 API accepts, keep what they must, and round-trip exactly when nothing is compacted.
 
 ``api_problems`` is an independent checker written from the API's documented rules and error
-texts (``../shared/histories/requests/invalid/openai_responses_*``), not from the codec's own
+texts (``tests/data/requests/invalid/openai_responses_*``), not from the codec's own
 ``validate``, so a bug the two share still shows up.
 """
 
