@@ -20,12 +20,15 @@ from .types import Action, Excerpt, TranscriptTurn, TurnReplacement
 __all__ = [
     "ATOMS_KEY",
     "CONTENT_KEY",
+    "EXCERPT_KEY",
     "KIND_KEY",
     "KIND_OF",
+    "MARKER_KEY",
     "ORIGINAL_SHA256_KEY",
     "ORIGINAL_TOKENS_KEY",
     "REFERS_TO_KEY",
     "REF_LABEL_KEY",
+    "excerpt_of",
     "is_final",
     "original_figures",
     "replaced_metadata",
@@ -50,10 +53,28 @@ REF_LABEL_KEY = "cutctx.ref"
 a deduplicated stub naming it; the turn id otherwise."""
 REFERS_TO_KEY = "cutctx.refers_to"
 """On a deduplicated turn: the id of the later turn holding the identical result."""
+EXCERPT_KEY = "cutctx.excerpt"
+"""On a clipped turn: the ranges of the original it keeps, ``start:end`` comma-separated (so a
+caller can rebuild structured content around them: the parts kept whole, the text cut)."""
+MARKER_KEY = "cutctx.marker"
+"""On a clipped turn: its marker line (figures and a hash, no content)."""
 
 KIND_OF = MappingProxyType({Action.MASK: "masked", Action.CLIP: "clipped",
                             Action.DEDUPLICATE: "deduplicated"})
 """The ``cutctx.kind`` a replacing action gives the turn it replaces."""
+
+
+def excerpt_of(turn: TranscriptTurn) -> Excerpt:
+    """The ranges a clipped turn keeps of its original (empty for any other turn)."""
+    raw = turn.metadata.get(EXCERPT_KEY)
+    if not raw:
+        return ()
+    out: list[tuple[int, int]] = []
+    for entry in raw.split(","):
+        start, _, end = entry.partition(":")
+        if start.isdigit() and end.isdigit():
+            out.append((int(start), int(end)))
+    return tuple(out)
 
 
 def is_final(turn: TranscriptTurn) -> bool:
@@ -96,6 +117,9 @@ def replaced_metadata(turn: TranscriptTurn, action: Action,
     extra = {KIND_KEY: kind, ORIGINAL_TOKENS_KEY: str(tokens), ORIGINAL_SHA256_KEY: digest}
     if replacement is not None and replacement.refers_to is not None:
         extra[REFERS_TO_KEY] = replacement.refers_to
+    if action is Action.CLIP and replacement is not None:
+        extra[EXCERPT_KEY] = ",".join(f"{start}:{end}" for start, end in replacement.excerpt)
+        extra[MARKER_KEY] = replacement.content
     return MappingProxyType({**turn.metadata, **extra})
 
 

@@ -205,6 +205,9 @@ def _is_masked_version(item: dict[str, Any], original: dict[str, Any]) -> bool:
     if set(item) != set(original) or item.get("call_id") != original.get("call_id"):
         return False
     body = item.get("output")
+    if isinstance(body, list) and isinstance(original.get("output"), list):
+        # a body of parts stays parts when it is clipped: the marker is a text part of its own
+        body = "\n".join(part.get("text", "") for part in body)
     replaced = isinstance(body, str) and (body.startswith((STUB, "[duplicate tool result:"))
                                           or "[... cutctx clipped this tool result:" in body)
     return replaced and \

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from cutctx import (
+    ATOMS_KEY,
     CONTENT_KEY,
     EMPTY_METADATA,
+    KIND_KEY,
+    ORIGINAL_SHA256_KEY,
+    REF_LABEL_KEY,
     CompactedTranscript,
     Role,
     TokenEstimator,
@@ -26,6 +30,7 @@ from cutctx import (
 
 from ._canonical_key import content_key
 from ._grown import GrownList, GrownMap
+from ._structured import atoms_entry, clipped_payload, layout, original_sha256
 
 __all__ = [
     "KIND_KEY",
@@ -34,6 +39,7 @@ __all__ = [
     "TOOL_NAME_KEY",
     "Codec",
     "Conversion",
+    "CountText",
     "Growing",
     "Part",
     "PinSpec",
@@ -46,8 +52,6 @@ __all__ = [
     "to_plain",
 ]
 
-KIND_KEY = "cutctx.kind"
-"""Metadata key the engine sets on masked and summary turns."""
 REPLACED_KINDS = frozenset({"masked", "clipped", "deduplicated"})
 """Kinds of a turn kept in place with a new body (a stub, a clip): rendered by ``render_masked``."""
 SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
@@ -291,6 +295,24 @@ class Codec(Protocol[Out_co]):
 
     def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out_co: ...
 
+    def content(self, part: Part) -> Any:
+        """The body as the caller gave it (a string, or a list of text and media parts): what
+        a stub's sha256 names, and what a clip rebuilds around the parts it keeps whole."""
+        ...
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        """The part's payload with its body replaced by ``content``."""
+        ...
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        """A body part's text as the turn's text has it, and the key holding that text in the
+        part (None: not text, so kept whole or not at all)."""
+        ...
+
+    def text_block(self, text: str) -> Any:
+        """A text part of this format holding ``text`` (a clip's marker)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Conversion(Generic[Out]):
@@ -321,7 +343,11 @@ class Conversion(Generic[Out]):
             if part is None:
                 raise ValidationError("the view holds a turn this conversion did not produce",
                                       {"turn_id": turn.turn_id})
-            if kind in REPLACED_KINDS:
+            if kind == "clipped":
+                rebuilt = clipped_payload(self.codec, part, part.text, turn)
+                rendered.append((part, rebuilt if rebuilt is not None
+                                 else self.codec.render_masked(part, turn.content)))
+            elif kind in REPLACED_KINDS:
                 rendered.append((part, self.codec.render_masked(part, turn.content)))
             else:
                 rendered.append((part, copy_plain(part.payload)))
@@ -378,17 +404,20 @@ def convert(
     messages: Sequence[Mapping[str, Any]],
     pin: PinSpec = None,
     keep_task: bool = False,
+    count_text: CountText | None = None,
 ) -> Conversion[Out]:
     """Build the transcript: stable ids, exchanges as correlation ids, pins applied.
 
     ``keep_task`` pins the first user message too: an agent's task, which no compaction should
-    take away.
+    take away. ``count_text`` prices the text of a body made of parts, so what its media cost
+    is known (see ``_structured``).
     """
     pinned = _pinned_indexes(pin, messages, codec.noun)
     task = _task_index(parts) if keep_task else None
     if task is not None:
         pinned.add(task)
-    turns, by_id, task_turn_id = _turns_of(codec, parts, pinned, task, _exchange_ids(parts))
+    turns, by_id, task_turn_id = _turns_of(codec, parts, pinned, task, _exchange_ids(parts),
+                                           count_text)
     return Conversion(Transcript(tuple(turns)), by_id, codec, task_turn_id)
 
 
@@ -400,6 +429,7 @@ def extend(
     keep_task: bool = False,
     reading: Any = None,
     codec: Codec[Out] | None = None,
+    count_text: CountText | None = None,
 ) -> Growing[Out] | None:
     """``previous`` (a conversion of the first messages, ending where no tool call is open)
     continued by ``parts`` (the rest, read with their indexes in the whole list): what
@@ -425,7 +455,7 @@ def extend(
             pinned.add(task)
     known = len(grown.turns)
     turns, by_id, task_turn_id = _turns_of(
-        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known))
+        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known), count_text)
     fresh: set[str] = set()
     for index, turn in enumerate(turns, start=known):
         if turn.turn_id in grown.parts or turn.turn_id in fresh:
@@ -436,7 +466,7 @@ def extend(
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,
-              correlation: Sequence[str | None]
+              correlation: Sequence[str | None], count_text: CountText | None = None
               ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None]:
     """The engine turns of ``parts``, the parts by turn id, and the task's turn id."""
     task_turn_id: str | None = None
@@ -448,13 +478,36 @@ def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: 
             turn_id += f".{part.sub}"
         by_id[turn_id] = part
         metadata: Mapping[str, str] = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
-        if part.role is Role.TOOL:
-            metadata = {**metadata, CONTENT_KEY: content_key(codec.body(part))}
+        if part.role is Role.TOOL or part.role is Role.USER:
+            metadata = _body_metadata(codec, part, metadata, count_text)
         turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
                                     correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:
             task_turn_id = turn_id
     return turns, by_id, task_turn_id
+
+
+CountText = Callable[[str], int]
+"""Counts a text's tokens on the scale of a format's part estimates (its calibration included)."""
+
+
+def _body_metadata(codec: Codec[Any], part: Part, metadata: Mapping[str, str],
+                   count_text: CountText | None) -> Mapping[str, str]:
+    """What the engine is told of a result's or a message's body, content-free: how to tell
+    identical results apart, what a stub's sha256 names, how a model finds a result, and where
+    the parts a clip keeps whole stand (see ``_structured``)."""
+    extra: dict[str, str] = {}
+    if part.role is Role.TOOL:
+        extra[CONTENT_KEY] = content_key(codec.body(part))
+        if part.answers:
+            extra[REF_LABEL_KEY] = f"the result of tool call {part.answers[0].partition(':')[2]}"
+    digest = original_sha256(codec.content(part), part.text)
+    if digest is not None:
+        extra[ORIGINAL_SHA256_KEY] = digest
+    atoms = atoms_entry(layout(codec, part, part.text), part.tokens, part.text, count_text)
+    if atoms is not None:
+        extra[ATOMS_KEY] = atoms
+    return {**metadata, **extra} if extra else metadata
 
 
 def _task_index(parts: Sequence[Part]) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 from cutctx import Role
 
 from .._conversion import SUMMARY_HEADER, Part, copy_plain, invalid
+from ._text import block_is_text, block_text
 
 System: TypeAlias = str | list[dict[str, Any]] | None
 Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
@@ -85,6 +86,28 @@ class MessagesCodec:
     def body(self, part: Part) -> Any:
         block = part.payload["content"][0] if part.kind == "tool_result" else part.payload
         return [block.get("content"), block.get("is_error")]
+
+    def content(self, part: Part) -> Any:
+        if part.kind == "tool_result":
+            return part.payload["content"][0].get("content")
+        return part.payload.get("content")
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        payload = copy_plain(part.payload)
+        if part.kind == "tool_result":
+            payload["content"][0]["content"] = content
+        else:
+            payload["content"] = content
+        return payload
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        if block_is_text(block):
+            return block["text"], "text"
+        return block_text(block) if isinstance(block, Mapping) and isinstance(
+            block.get("type"), str) else "", None
+
+    def text_block(self, text: str) -> Any:
+        return {"type": "text", "text": text}
 
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role,

@@ -3,7 +3,6 @@ engine turn each (tool results split from the text of their user message)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -12,6 +11,7 @@ from cutctx import Role, TokenEstimator
 
 from .._conversion import (
     Conversion,
+    CountText,
     Growing,
     Part,
     PinSpec,
@@ -39,6 +39,9 @@ from ._codec import (
     _starts_with_thinking,
 )
 from ._file_inputs import with_file_data
+from ._text import block_json as _json
+from ._text import content_text as _content_text
+from ._text import result_text as _result_text
 from ._tokens import AnthropicTokenCounter
 
 # ----------------------------------------------------------------------------------------------
@@ -203,53 +206,6 @@ def _check_system_message(content: Any, index: int) -> None:
 
 
 _NOT_IN_SYSTEM = frozenset({*_ASSISTANT_ONLY, "tool_result", "image", "document"})
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _block_text(block: Mapping[str, Any]) -> str:
-    """A block as a model reads it; media and opaque payloads as short placeholders."""
-    kind = block["type"]
-    if kind == "text":
-        return str(block["text"])
-    if kind == "tool_use":
-        return f"[tool call {block['name']}: {_json(block.get('input'))}]"
-    if kind == "server_tool_use":
-        return f"[server tool call {block['name']}: {_json(block.get('input'))}]"
-    if kind == "tool_result":
-        return _result_text(block)
-    if kind == "thinking":
-        return "[thinking]"
-    if kind == "redacted_thinking":
-        return "[redacted thinking]"
-    if kind in ("document", "search_result"):
-        title, label = block.get("title"), kind.replace("_", " ")
-        head = f"[{label}: {title}]" if isinstance(title, str) else f"[{label}]"
-        source = block.get("source")
-        body: Any = block.get("content")
-        if isinstance(source, Mapping) and source.get("type") == "text":
-            body = source.get("data")
-        elif isinstance(source, Mapping) and source.get("type") == "content":
-            body = source.get("content")
-        text = _content_text(body)
-        return f"{head}\n{text}" if text else head
-    return f"[{kind}]"
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_block_text(b) for b in content
-                         if isinstance(b, Mapping) and isinstance(b.get("type"), str))
-    return ""
-
-
-def _result_text(block: Mapping[str, Any]) -> str:
-    text = _content_text(block.get("content"))
-    return f"[error] {text}" if block.get("is_error") is True else text
 
 
 class _NoCount(AnthropicTokenCounter):
@@ -477,7 +433,8 @@ def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any =
 
 
 def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
-                summary_role: str, keep_task: bool = False) -> Conversion[Rendered]:
+                summary_role: str, keep_task: bool = False,
+                count_text: CountText | None = None) -> Conversion[Rendered]:
     loop = _thinking_loop(request.messages)
     tool_markers = sum(1 for tool in request.tools or []
                        if isinstance(tool, Mapping) and "cache_control" in tool)
@@ -489,7 +446,7 @@ def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
         tool_breakpoints=tool_markers,
         thinking_loop=None if loop is None else loop[1],
     )
-    return convert(codec, parts, request.messages, pin, keep_task)
+    return convert(codec, parts, request.messages, pin, keep_task, count_text=count_text)
 
 
 def to_transcript(
@@ -515,7 +472,7 @@ def to_transcript(
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
     reading = _Reading()
     parts = _parts(request, counter, thinking=given(thinking), reading=reading)
-    conv = _conversion(request, parts, pin, summary_role, keep_task)
+    conv = _conversion(request, parts, pin, summary_role, keep_task, counter.text)
     # Continuing a reading is only for what sessions convert (no tools, thinking or model).
     plain_session = tools is None and given(thinking) is None and model is None \
         and calibration is None and summary_role == "user"
@@ -565,7 +522,8 @@ def extended(previous: Conversion[Rendered] | Growing[Rendered],
                               starts_with_user=codec.starts_with_user,
                               tool_breakpoints=MAX_CACHE_BREAKPOINTS - codec.breakpoint_limit,
                               thinking_loop=loop[1])
-    return extend(previous, linked, items, pin, keep_task, state, codec)
+    return extend(previous, linked, items, pin, keep_task, state, codec,
+                  count_text=counter.text)
 
 
 def validate(

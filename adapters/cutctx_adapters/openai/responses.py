@@ -154,6 +154,24 @@ class ResponsesCodec:
     def body(self, part: Part) -> Any:
         return part.payload.get(_MASK_FIELDS.get(part.kind, "content"))
 
+    def content(self, part: Part) -> Any:
+        if part.kind == "shell_call_output":
+            return None  # chunks of stdout and stderr, not parts: clipped as plain text
+        return self.body(part)
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        return {**copy_plain(part.payload), _MASK_FIELDS.get(part.kind, "content"): content}
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = "text" if kind in _TEXT_PARTS else "refusal" if kind == "refusal" else None
+        if key is not None and isinstance(block.get(key), str):
+            return block[key], key
+        return f"[{kind}]", None
+
+    def text_block(self, text: str) -> Any:
+        return {"type": "input_text", "text": text}
+
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
 
@@ -488,7 +506,8 @@ def to_transcript(
     reading = _Reading()
     parts = _parts(plain, _checked_instructions(instructions), counter, text=text,
                    reading=reading)
-    conv = convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task)
+    conv = convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task,
+                   count_text=counter.estimate_tokens)
     return conv if text else replace(conv, reading=reading)
 
 
@@ -503,7 +522,8 @@ def _extended(previous: Conversion[Rendered] | Growing[Rendered], items: Sequenc
     reading = reading.copy()
     counter = counter_for(chosen_estimator(estimator, None), None)
     parts = _parts(items, None, counter, text=False, start=known, reading=reading)
-    return extend(previous, parts, items, pin, keep_task, reading)
+    return extend(previous, parts, items, pin, keep_task, reading,
+                  count_text=counter.estimate_tokens)
 
 
 class _Zero:
