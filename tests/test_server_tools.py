@@ -171,7 +171,7 @@ RESULTS: dict[str, tuple[Callable[..., Any], str, Any]] = {
 }
 
 
-def server_history(result: Any, name: str) -> list[Any]:
+def server_history(result: Any, name: str, log: bool = True) -> list[Any]:
     """A question, the assistant's server call with its (large) result and an answer, then
     talk ending with a large user message: the result is the one thing a policy may replace,
     and smaller than what a budget leaves once that message is counted."""
@@ -186,8 +186,8 @@ def server_history(result: Any, name: str) -> list[Any]:
     for n in range(3):
         history.append(BetaUserMessageParam(role="user", content=f"Follow-up {n}?"))
         history.append(BetaAssistantMessageParam(role="assistant", content=f"Answer {n}."))
-    history.append(BetaUserMessageParam(role="user", content="Thanks, go on. Here is my own "
-                                        "log, which has to stay:\n" + BIG))
+    history.append(BetaUserMessageParam(role="user", content="Thanks, go on." + (
+        " Here is my own log, which has to stay:\n" + BIG if log else "")))
     return history
 
 
@@ -444,3 +444,62 @@ def test_a_wrapped_anthropic_client_never_sends_five_markers(api: respx.Router) 
     assert not route.called
     client.messages.create(model=CLAUDE, max_tokens=100, messages=marked(3), tools=[TOOL])
     assert route.calls.last.request.content.count(b'"cache_control"') == 4
+
+
+# --- every type at once, at 15%, 35% and 60%, with and without a summarizer -------------------
+
+def _summarize(request: Any, turns: Any) -> str:
+    return f"Earlier: {len(turns)} turns of research on the parser."
+
+
+def all_anthropic_results() -> list[Any]:
+    history: list[Any] = [BetaUserMessageParam(role="user", content="Research the parser.")]
+    for kind in sorted(RESULTS):
+        make, name, _ = RESULTS[kind]
+        history += server_history(make(), name, log=False)[1:]
+    return history
+
+
+def _anthropic_results_checked(out: list[dict[str, Any]]) -> None:
+    """Every result block that was sent has its call before it in its message and validates
+    against its SDK param type."""
+    types = {make()["type"]: param for make, _, param in RESULTS.values()}
+    for message in out:
+        content = message["content"]
+        for position, block in enumerate(content if isinstance(content, list) else []):
+            if block["type"] in types:
+                conforms(types[block["type"]], block)
+                assert any(earlier.get("id") == block["tool_use_id"]
+                           for earlier in content[:position])
+
+
+@pytest.mark.parametrize("share", [0.15, 0.35, 0.60])
+@pytest.mark.parametrize("summarized", [False, True])
+def test_anthropic_server_results_stay_valid_at_any_budget(share: float,
+                                                           summarized: bool) -> None:
+    history = all_anthropic_results()
+    result = messages.compact(history, model=CLAUDE, budget=budget_for(history, share),
+                              summarizer=_summarize if summarized else None)
+    messages.validate(sent(result))
+    _anthropic_results_checked(sent(result))
+    assert not result.budget_unmet
+    assert result.replacements  # the tool items gave way first
+
+
+@pytest.mark.parametrize("share", [0.15, 0.35, 0.60])
+@pytest.mark.parametrize("summarized", [False, True])
+def test_responses_tool_items_stay_valid_at_any_budget(share: float, summarized: bool) -> None:
+    items: list[Any] = [EasyInputMessageParam(role="user", content="Research the parser.")]
+    for kind in sorted(ITEMS):
+        items += responses_items(copy.deepcopy(ITEMS[kind][0]))[1:]
+    budget = int(responses.count_tokens(items) * share)
+    result = responses.compact(items, budget=budget,
+                               summarizer=_summarize if summarized else None)
+    assert isinstance(result.input, list)
+    responses.validate(result.input)
+    types = {item["type"]: param for item, param, _ in ITEMS.values()}
+    for item in result.input:
+        if item.get("type") in types:
+            conforms(types[item["type"]], item)
+    assert not result.budget_unmet
+    assert result.replacements  # the tool items gave way first
