@@ -28,6 +28,8 @@ from anthropic.types.beta import (
     BetaToolUseBlockParam,
     BetaUserMessageParam,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai import OpenAI
 from openai.types.responses import (
     EasyInputMessageParam,
@@ -41,6 +43,7 @@ from openai.types.responses.response_input_item_param import CompactionTrigger, 
 
 from cutctx import (
     Action,
+    BudgetUnsatisfiable,
     CharRatioEstimator,
     Role,
     SummarizationRequest,
@@ -52,6 +55,7 @@ from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
+from tests.test_anthropic_properties import histories
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -595,3 +599,66 @@ def test_the_reports_say_what_was_left_out_in_ids_only() -> None:
         messages=history, max_tokens=1_000)
     text = json.dumps([prepared.report.reason, prepared.report.covered])
     assert "Fix the failing" not in text and SUMMARY not in text
+
+
+# --- property: any history, any policy, any budget ---------------------------------------------
+
+@st.composite
+def compacted_histories(draw: st.DrawFn) -> dict[str, Any]:
+    """The Anthropic property histories, with a server tool's call and result put in some
+    assistant messages and a compaction block opening one of them (not one that must open
+    with its thinking)."""
+    case = draw(histories())
+    history = case["messages"]
+    counter = iter(range(10_000))
+    for message in history:
+        if message["role"] == "assistant" and isinstance(message["content"], list) \
+                and draw(st.integers(0, 2)) == 0:
+            tool_id = f"srvtoolu_{next(counter)}"
+            at = 1 if message["content"][0]["type"] == "thinking" else 0
+            message["content"][at:at] = [
+                {"type": "server_tool_use", "id": tool_id, "name": "web_fetch", "input": {}},
+                {"type": "web_fetch_tool_result", "tool_use_id": tool_id, "content": {
+                    "type": "web_fetch_result", "url": f"https://x.example/{tool_id}",
+                    "content": {"type": "document", "source": {
+                        "type": "text", "media_type": "text/plain",
+                        "data": "page text " * draw(st.integers(1, 80))}}}}]
+    candidates = [index for index, message in enumerate(history)
+                  if index and message["role"] == "assistant"
+                  and isinstance(message["content"], list)
+                  and message["content"][0]["type"] not in ("thinking", "redacted_thinking")]
+    cut: int | None = None
+    if candidates and draw(st.booleans()):
+        cut = draw(st.sampled_from(candidates))
+        history[cut]["content"].insert(0, dict(BLOCK))
+    return {**case, "cut": cut}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=compacted_histories(), fraction=st.sampled_from([0.05, 0.15, 0.35, 0.6, 1.0, 1.5]),
+       keep_recent=st.integers(1, 4))
+def test_any_history_with_a_compaction_block_or_server_tools_compacts_to_a_valid_request(
+        case: dict[str, Any], fraction: float, keep_recent: int) -> None:
+    history, system, thinking = case["messages"], case["system"], case["thinking"]
+    frozen = copy.deepcopy(history)
+    total = messages.count_tokens(history, system=system, estimator=CHARS)
+    for policy in (None, "summarize"):
+        try:
+            result = messages.compact(
+                history, system=system, thinking=thinking, budget=int(total * fraction),
+                summarizer=summarize_any if policy else None, estimator=CHARS,
+                pin=case["pin"], keep_recent=keep_recent)
+        except BudgetUnsatisfiable:
+            continue
+        out = sent(result)
+        assert history == frozen
+        messages.validate(out, system=result.system, thinking=thinking, original=history)
+        assert out[0]["role"] == "user" or out[0]["content"][0] == BLOCK
+        if case["cut"] is not None:
+            assert out[0]["content"][0] == BLOCK
+            assert len(result.covered) >= case["cut"]
+        assert result.tokens_after <= int(total * fraction) or result.budget_unmet
+
+
+def summarize_any(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    return f"{len(turns)} earlier turns."
