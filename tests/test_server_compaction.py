@@ -628,7 +628,7 @@ def compacted_histories(draw: st.DrawFn) -> dict[str, Any]:
                   and isinstance(message["content"], list)
                   and message["content"][0]["type"] not in ("thinking", "redacted_thinking")]
     cut: int | None = None
-    if candidates and draw(st.booleans()):
+    if draw(st.booleans()) and candidates:
         cut = draw(st.sampled_from(candidates))
         history[cut]["content"].insert(0, dict(BLOCK))
     return {**case, "cut": cut}
