@@ -286,10 +286,6 @@ def responses_history(before: int = 6, after: int = 4, size: int = 120,
     return items
 
 
-def kinds(items: Sequence[Any]) -> list[str]:
-    return [item.get("type") or item["role"] for item in items]
-
-
 @pytest.mark.parametrize("share", SHARES)
 @pytest.mark.parametrize("summarized", [False, True])
 def test_a_responses_compaction_item_stays_whole_in_place_and_what_it_covers_goes(

@@ -285,6 +285,14 @@ def test_an_unexpected_result_shape_is_never_rewritten() -> None:
     assert all(turn.role is not Role.TOOL for turn in conv.transcript.turns)
 
 
+def test_an_empty_final_assistant_message_is_still_a_turn() -> None:
+    history = [BetaUserMessageParam(role="user", content="Hi."),
+               BetaAssistantMessageParam(role="assistant", content=[])]
+    conv = messages.to_transcript(history)
+    assert conv.transcript.turn_ids() == ("m0", "m1")
+    assert conv.render(conv.transcript)[1] == history
+
+
 # --- Responses: built-in and MCP tool items ---------------------------------------------------
 
 def responses_items(item: Any) -> list[Any]:

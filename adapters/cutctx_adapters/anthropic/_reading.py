@@ -397,8 +397,8 @@ def _segments(content: Any, role: str) -> list[Segment] | None:
             continue
         split = _user_segments if role == "user" else _assistant_segments
         out.extend((kind, run, side) for kind, run in split(blocks))
-    if len(out) == 1 and out[0][0] in ("user", "assistant"):
-        return None
+    if len(out) < 2 and (not out or out[0][0] in ("user", "assistant")):
+        return None  # an empty final assistant message, or one turn of its own kind
     return out
 
 
