@@ -286,7 +286,7 @@ def test_an_unexpected_result_shape_is_never_rewritten() -> None:
 
 
 def test_an_empty_final_assistant_message_is_still_a_turn() -> None:
-    history = [BetaUserMessageParam(role="user", content="Hi."),
+    history: list[Any] = [BetaUserMessageParam(role="user", content="Hi."),
                BetaAssistantMessageParam(role="assistant", content=[])]
     conv = messages.to_transcript(history)
     assert conv.transcript.turn_ids() == ("m0", "m1")
