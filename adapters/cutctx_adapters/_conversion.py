@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -33,6 +33,7 @@ from ._grown import GrownList, GrownMap
 from ._structured import atoms_entry, clipped_payload, layout, original_sha256
 
 __all__ = [
+    "BOUNDARY_KIND",
     "KIND_KEY",
     "REPLACED_KINDS",
     "SUMMARY_HEADER",
@@ -46,10 +47,12 @@ __all__ = [
     "check_call_pairs",
     "convert",
     "copy_plain",
+    "covered_turns",
     "extend",
     "invalid",
     "plain_tools",
     "to_plain",
+    "uncovered",
 ]
 
 REPLACED_KINDS = frozenset({"masked", "clipped", "deduplicated"})
@@ -58,6 +61,10 @@ SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 """What every format puts before a summary's text, so a reader (or model) knows what it is."""
 TOOL_NAME_KEY = "cutctx.tool"
 """Metadata key under which a turn records its tool name(s): content-free, for reports."""
+BOUNDARY_KIND = "compaction"
+"""The part kind of a provider's own compaction (an Anthropic ``compaction`` block with content,
+a Responses ``compaction`` item): a SYSTEM turn, kept verbatim where it stands; the latest one
+covers what comes before it (see ``covered_turns``)."""
 
 PinSpec = Sequence[int] | Callable[[Mapping[str, Any], int], bool] | None
 """Messages no policy may touch: their indexes, or a predicate ``(message, index) -> bool``."""
@@ -314,6 +321,13 @@ class Codec(Protocol[Out_co]):
         ...
 
 
+def _kept_by_design(codec: Codec[Any], part: Part) -> bool:
+    """Whether ``codec``'s provider keeps ``part`` before its compaction (Responses: user
+    messages); a codec says so with a ``kept_before_boundary(part)`` method."""
+    keeps = getattr(codec, "kept_before_boundary", None)
+    return callable(keeps) and bool(keeps(part))
+
+
 @dataclass(frozen=True, slots=True)
 class Conversion(Generic[Out]):
     """A provider history as a ``Transcript``, with what the way back needs.
@@ -396,6 +410,45 @@ class Growing(Generic[Out]):
         """The whole ``Conversion`` (costs the history)."""
         return Conversion(self.transcript, self.parts, self.codec, self.task_turn_id,
                           self.reading)
+
+
+def covered_turns(conv: Conversion[Any]) -> tuple[str, ...]:
+    """Turn ids the latest provider compaction in ``conv``'s transcript already covers.
+
+    Everything before the latest ``BOUNDARY_KIND`` turn, summaries included, except side turns
+    (``system``, ``instructions``), what the provider keeps by design, and turns whose exchange
+    goes on past the boundary (dropping them would orphan a call or a result). Empty when there
+    is no boundary. These are redundant: the first thing to give way.
+    """
+    turns, parts = conv.transcript.turns, conv.parts
+    boundary = next((position for position in range(len(turns) - 1, -1, -1)
+                     if _is_boundary(parts.get(turns[position].turn_id))), None)
+    if not boundary:
+        return ()
+    after = {turn.tool_call_id for turn in turns[boundary:] if turn.tool_call_id is not None}
+    out: list[str] = []
+    for turn in turns[:boundary]:
+        part = parts.get(turn.turn_id)
+        if part is not None and (part.index < 0 or _kept_by_design(conv.codec, part)):
+            continue
+        if turn.tool_call_id is not None and turn.tool_call_id in after:
+            continue
+        out.append(turn.turn_id)
+    return tuple(out)
+
+
+def _is_boundary(part: Part | None) -> bool:
+    return part is not None and part.kind == BOUNDARY_KIND
+
+
+def uncovered(conv: Conversion[Out], covered: Collection[str]) -> Conversion[Out]:
+    """``conv`` without the turns ``covered`` names (``covered_turns``): what it renders to
+    leaves them out, and a task among them is no longer the task."""
+    if not covered:
+        return conv
+    turns = tuple(turn for turn in conv.transcript.turns if turn.turn_id not in covered)
+    task = None if conv.task_turn_id in covered else conv.task_turn_id
+    return Conversion(Transcript(turns), conv.parts, conv.codec, task, conv.reading)
 
 
 def convert(

@@ -27,7 +27,7 @@ from cutctx import (
     ValidationError,
 )
 
-from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion
+from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy
 from ._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
@@ -98,6 +98,11 @@ class CompactionResult:
     """Recent tool results no longer spared from masking so the history could fit."""
     last_resort: tuple[str, ...] = ()
     """Turns clipped as a last resort so that what must stay fits (the newest, the task)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out because the provider's latest compaction already covers them."""
+    deferred: str | None = None
+    """Why the history was left to the provider's own compaction (it fit the model's own
+    limit, so nothing but what a compaction covers was taken out); None otherwise."""
 
     @property
     def budget_unmet(self) -> bool:
@@ -117,7 +122,7 @@ class CompactionResult:
     def compacted(self) -> bool:
         """Whether anything was masked, clipped, summarized or dropped."""
         return (any(action.action is not Action.KEEP for action in self.plan.actions)
-                or bool(self.replacements))
+                or bool(self.replacements) or bool(self.covered))
 
     @property
     def tokens_before(self) -> int:
@@ -215,6 +220,12 @@ class Job:
     results_relaxed: int = 0
     last_resort: tuple[str, ...] = ()
     """Turns clipped as a last resort (the newest, the task)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out before planning: the provider's latest compaction covers them."""
+    whole: Conversion[Any] | None = None
+    """The history's own conversion, when ``conversion`` leaves out what ``covered`` names."""
+    deferred: str | None = None
+    """Why compaction is left to the provider (see ``CompactionResult.deferred``)."""
 
 
 def start(
@@ -229,11 +240,23 @@ def start(
     options: PolicyOptions | None = None,
     stub_pad: int | None = None,
     measure: Callable[[Any], int] | None = None,
+    drop_covered: bool = False,
+    deferred: str | None = None,
 ) -> Job:
     """Plan a compaction of a converted history (choosing the default policy if none given).
 
     ``stub_pad``: tokens a masked tool turn keeps beyond its stub text (see ``stub_estimator``).
+    What the provider's latest compaction covers gives way first: it is left out before
+    planning when the history is over the budget, or always with ``drop_covered`` (a format
+    that needs its compaction first, or a request ``deferred`` to the provider's compaction).
     """
+    whole = conversion
+    covered = covered_turns(conversion)
+    if covered and (drop_covered or deferred is not None
+                    or conversion.transcript.token_estimate() > budget.max_tokens):
+        conversion = uncovered(conversion, covered)
+    else:
+        covered = ()
     options = options or PolicyOptions()
     stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
     chosen = choose_policy(policy, summarizer, options, stubs)
@@ -254,7 +277,8 @@ def start(
     return Job(conversion, fitted.budget, fitted.plan, overhead, result_fields, estimator,
                options.on_summary_error, fallback, chosen, measure,
                fitted.budget.max_tokens + overhead, fitted.protection_relaxed, fit, budget,
-               fitted.results_relaxed, fitted.clipped)
+               fitted.results_relaxed, fitted.clipped, covered,
+               whole if covered else None, deferred)
 
 
 def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...]:
@@ -285,21 +309,25 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
     if measured is not None and job.limit is not None:
         # Fit is judged on what is sent: the measured request, not the plan's estimate.
         report = replace(report, budget_unmet=measured > job.limit)
+    replaced = replacements(job.conversion.transcript, view.transcript)
     return CompactionResult(
         plan=job.plan,
         report=report,
         view=view.transcript,
-        conversion=job.conversion,
+        conversion=job.whole or job.conversion,
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
         rendered=rendered,
         measured_tokens=measured,
         prompt_budget=job.limit,
         protection_relaxed=job.protection_relaxed,
-        replacements=replacements(job.conversion.transcript, view.transcript),
+        replacements=replaced,
         results_relaxed=job.results_relaxed,
         last_resort=job.last_resort,
         task_turn_id=job.conversion.task_turn_id,
+        covered=job.covered,
+        deferred=(job.deferred if not replaced and all(
+            action.action is Action.KEEP for action in job.plan.actions) else None),
         **job.result_fields(rendered),
     )
 
