@@ -29,6 +29,7 @@ calls).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import shutil
@@ -204,7 +205,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seed_tiktoken()
 
-    from cutctx._canonical import sha256_of
     from cutctx_adapters.openai import chat
     from cutctx_adapters.openai._tokens import REPLY_PRIMING_TOKENS, message_tokens
     from cutctx_adapters.tiktoken import TiktokenEstimator
@@ -215,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     session = agent_session()
     requests = requests_of(session)
     conv = chat.to_transcript(session, estimator=estimator)
-    originals = {sha256_of(turn.content) for turn in conv.transcript.turns}
+    # what stubs and clip markers name: the sha256 of each original text's UTF-8 bytes
+    originals = {hashlib.sha256(turn.content.encode()).hexdigest()
+                 for turn in conv.transcript.turns}
     task = next(m for m in session if m["role"] == "user")
     print(f"session: {len(session)} messages, {chat.count_tokens(session, estimator=estimator)} "
           f"tokens; {len(requests)} calls")

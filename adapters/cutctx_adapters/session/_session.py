@@ -402,12 +402,17 @@ class CompactionSession:
 
     def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
         """Plan one compaction event over the history as earlier events left it: toward the
-        target, or the whole budget when the protected turns alone exceed the target."""
+        target without relaxing any protection; when that plan does not even fit the budget
+        (the protected turns alone exceed the target), for the whole budget, protection bending
+        as it must. A session's view is never less fitting than stateless ``compact``'s."""
         projected = project(conv, ledger)
         try:
-            return self._start(projected, call.target, call, strict=True)
+            job = self._start(projected, call.target, call, strict=True)
+            if job.plan.tokens_after_estimate + call.overhead <= call.budget:
+                return job
         except BudgetUnsatisfiable:
-            return self._start(projected, call.budget, call, strict=self.strict)
+            pass
+        return self._start(projected, call.budget, call, strict=self.strict)
 
     def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
         options = self._options if strict == self.strict else PolicyOptions(
@@ -427,10 +432,10 @@ class CompactionSession:
     def _over_budget_job(self, call: _Call, walked: _Walked,
                          view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
-        budget (estimates of appended turns ran short); it is not remembered, so the view
-        every process derives from the history stays the same."""
-        if view[1] <= call.budget or (walked.last is not None and walked.ledger.covered_items \
-                == len(call.items)):
+        budget (estimates of turns appended since the last event ran short); it is not
+        remembered, so the view every process derives from the history stays the same. A view
+        an event made for this very history is sent as it is, as the first call sent it."""
+        if view[1] <= call.budget or walked.ledger.covered_items == len(call.items):
             return None
         try:
             return self._start(project(call.conv, walked.ledger), call.budget, call,
