@@ -15,6 +15,7 @@ import importlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -437,6 +438,47 @@ def test_budget_unmet_exits_1(tiktoken_cache: Path, tmp_path: Path,
                          "-o", tmp_path / "unmet.json")
     assert code == 1 and "over budget" in out
     assert (tmp_path / "unmet.json").is_file()
+
+
+def test_help_states_every_exit_code_the_commands_return(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """0 fits, 1 compacted but over, 2 bad input or a budget that cannot be met: as --help says."""
+    code, out, _ = _main(capsys, "compact", "--help")
+    assert code == 0
+    help_text = " ".join(out.split())
+    assert "0 success (the history fits the budget, or was counted)" in help_text
+    assert "1 compacted but still over the budget" in help_text
+    assert "2 bad input or usage, or a budget that cannot be met" in help_text
+    out_path = tmp_path / "out.json"
+    for command in ("inspect", "compact"):
+        tail = ("-o", out_path) if command == "compact" else ()
+        assert _main(capsys, command, CHAT, "--budget", "8000", *tail)[0] == 0
+        assert _main(capsys, command, CHAT, "--policy", "mask", "--budget", "4000", *tail)[0] == 1
+        assert _main(capsys, command, CHAT, "--budget", "100", "--strict", *tail)[0] == 2
+        assert _main(capsys, command, CHAT, "--budget", "0", *tail)[0] == 2
+        assert _main(capsys, command, tmp_path / "missing.json", *tail)[0] == 2
+    assert _main(capsys, "count", CHAT)[0] == 0
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_an_unsatisfiable_budget_names_the_budget_and_what_the_kept_turns_need(
+        tiktoken_cache: Path, capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    code, out, err = _main(capsys, "inspect", path, "--budget", "0")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "the budget is 0 tokens (--budget)" in err
+    assert re.search(r"fixed part \(tool definitions, framing\) alone needs [1-9]", err), err
+    assert "only 0" not in err
+    overhead = json.loads(_main(capsys, "count", path, "--json")[1])["overhead_tokens"]
+    window = overhead + 105
+    code, out, err = _main(capsys, "inspect", path, "--window", window, "--reserve", "100",
+                           "--strict")
+    assert code == 2 and err.count("\n") == 1
+    assert (f"the budget is {overhead + 5:,} tokens (window {window:,} (--window) − reserve 100 "
+            f"(--reserve)), {overhead:,} of them for the request framing") in err
+    need = re.search(r"the \d+ turns no policy may touch .* need ([\d,]+) tokens, largest "
+                     r"\S+ \([\d,]+\)", err)
+    assert need is not None, err
+    assert int(need[1].replace(",", "")) > 5
 
 
 def test_policies(tiktoken_cache: Path, tmp_path: Path,
