@@ -33,8 +33,8 @@ input_text parts), anthropic if they hold tool_use/tool_result/thinking blocks, 
 exit codes: 0 success (the history fits the budget, or was counted), 1 compacted but still over
 the budget (the output is written), 2 bad input or usage, or a budget that cannot be met because
 the turns no policy may touch need more (one line on stderr), 3 internal error.
-Token counts use tiktoken, which needs its BPE files: offline, point
-TIKTOKEN_CACHE_DIR at a directory holding them.
+Token counts use tiktoken, which needs its BPE files: offline, point TIKTOKEN_CACHE_DIR at a
+directory holding them.
 """
 
 
