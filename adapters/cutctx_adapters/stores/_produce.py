@@ -171,8 +171,9 @@ def _produce_as_owner(store: Store, key: str, token: str, ttl: float | None,
     store failures only warn."""
     try:
         value = _checked((yield _PRODUCE))
-        if _accepted(value, accept) is not None:
-            _quietly(store, lambda: store.put(key, value, ttl=ttl), backoff)
+        kept = _accepted(value, accept)
+        if kept is not None:
+            _quietly(store, lambda: store.put(key, kept, ttl=ttl), backoff)
     finally:
         _release_quietly(store, key, token, backoff)
     return value
