@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +29,19 @@ from .._canonical_key import content_key
 from .._conversion import Conversion, Growing, PinSpec, copy_plain, to_plain
 from .._format import HistoryFormat, given
 from .._grown import GrownList
-from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
+from .._pipeline import (
+    CompactionResult,
+    Job,
+    Replacement,
+    resolve_budget,
+    start,
+    summary_check,
+)
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
 from .._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions, choose_policy
 from .._windows import prompt_budget
-from ..fulfil import AnySummarizer
+from ..fulfil import AnySummarizer, SummaryCheck
 from ..stores import MemoryStore, Store
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
@@ -93,6 +100,9 @@ class _Walked:
     tokens: int = 0
     """Prompt tokens of the view for the whole history: measured at the last event, plus the
     estimates of the turns appended since (the figure every trigger check used)."""
+    fell_back: bool = False
+    """An event planned again without its summaries (a summary failed): what it left is not
+    what the history and the store say, so it is sent but not remembered."""
 
 
 @dataclass
@@ -177,18 +187,17 @@ class CompactionSession:
         call = self._read({**(request or {}), **fields})
         if isinstance(call, Prepared):
             return call
-        summarizer = None if self.summarizer is None else self._summaries.sync(self.summarizer)
         steps = self._walk(call)
         try:
             job = next(steps)
             while True:
-                job = steps.send(_run(job, summarizer))
+                job = steps.send(_run(job, self._shared(job, self._summaries.sync)))
         except StopIteration as done:
             walked: _Walked = done.value
         view = self._view(call, walked)
         extra = self._over_budget_job(call, walked, view)
-        return self._prepared(call, walked, view,
-                              None if extra is None else _run(extra, summarizer))
+        return self._prepared(call, walked, view, None if extra is None else _run(
+            extra, self._shared(extra, self._summaries.sync)))
 
     async def aprepare(self, request: Mapping[str, Any] | None = None,
                        **fields: Any) -> Prepared:
@@ -196,19 +205,24 @@ class CompactionSession:
         call = self._read({**(request or {}), **fields})
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None
-                      else self._summaries.asynchronous(self.summarizer))
         steps = self._walk(call)
         try:
             job = next(steps)
             while True:
-                job = steps.send(await _arun(job, summarizer))
+                job = steps.send(await _arun(job, self._shared(job, self._summaries.asynchronous)))
         except StopIteration as done:
             walked: _Walked = done.value
         view = self._view(call, walked)
         extra = self._over_budget_job(call, walked, view)
-        result = None if extra is None else await _arun(extra, summarizer)
+        result = None if extra is None else await _arun(
+            extra, self._shared(extra, self._summaries.asynchronous))
         return self._prepared(call, walked, view, result)
+
+    def _shared(self, job: Job, wrap: Callable[[AnySummarizer, SummaryCheck], AnySummarizer]
+                ) -> AnySummarizer | None:
+        """The session's summarizer through its store (``wrap``: the sync or async way), storing
+        and taking from it only summaries that pass ``job``'s checks."""
+        return None if self.summarizer is None else wrap(self.summarizer, summary_check(job))
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -322,7 +336,7 @@ class CompactionSession:
         if not self.sticky:
             points = points[-1:]
         points = points[bisect_right(points, (call.known_items, len(sums))):]
-        events, last, over = 0, None, 0
+        events, last, over, fell_back = 0, None, 0, False
         replaced: list[Replacement] = []
         read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
@@ -348,10 +362,11 @@ class CompactionSession:
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger))
             events, last, over = events + 1, result, total
+            fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
         tokens = base + sums[-1] - sums[ledger.covered_turns]
-        return _Walked(ledger, events, last, tuple(replaced), over, tokens)
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back)
 
     def _prefix(self, call: _Call, items: int,
                 read: tuple[int, Conversion[Any] | Growing[Any]] | None
@@ -430,7 +445,7 @@ class CompactionSession:
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
         sent = _as_before(call.known.sent if call.known is not None else (), items)
-        if call.chain and not walked.ledger.empty:
+        if call.chain and not walked.ledger.empty and not walked.fell_back:
             known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
