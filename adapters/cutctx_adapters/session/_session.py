@@ -12,7 +12,6 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from .._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions, choo
 from .._windows import prompt_budget
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..stores import MemoryStore, Store
+from ._alike import sent_alike
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
@@ -150,12 +150,17 @@ class CompactionSession:
     """Seconds to wait for a summary another session (or worker) is producing."""
     check_prefix: PrefixCheck = "content"
     """How a call's history is told to extend the last one read. ``"content"`` (the default):
-    each dict already read is compared with what was read, so an edit made in place (a
-    redaction, say) is always seen; this costs a comparison per item, growing with the history.
-    ``"identity"``: items that are the very objects read last time are taken as unchanged, so
-    a call costs only what it appends, flat in the history's length; an edit made in place to
-    an item already read is then NOT seen (replace the item, ``history[i] = {...}``, instead).
-    Objects (SDK models) are recognised by identity either way."""
+    each mapping already read (a dict or any other ``Mapping``) is compared with what was read,
+    so an edit made in place (a redaction, say) is always seen; this costs a comparison per
+    item, growing with the history. ``"identity"``: items that are the very objects read last
+    time are taken as unchanged, so a call costs only what it appends, flat in the history's
+    length; an edit made in place to an item already read is then NOT seen (replace the item,
+    ``history[i] = {...}``, instead). Objects (SDK models) are recognised by identity either way.
+    Compared is what is sent: ``1``, ``True`` and ``1.0`` differ, and so do keys in another
+    order; what is sent is always this history's own (its key order included), as a fresh
+    worker sends it. Two exceptions, for speed: by content, moving a key in place within the
+    very mapping read is not seen; by identity, neither is replacing an item, in the very list
+    read before, with one Python takes as equal (``==``) but sent otherwise."""
     _options: PolicyOptions = field(init=False, repr=False)
     _known: KnownHistories = field(init=False, repr=False)
     _summaries: SharedSummaries = field(init=False, repr=False)
@@ -444,7 +449,7 @@ class CompactionSession:
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
-        sent = _as_before(call.known.sent if call.known is not None else (), items)
+        sent = tuple(items)  # as this history has them (key order included), as a fresh worker
         if call.chain and not walked.ledger.empty and not walked.fell_back:
             known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
@@ -509,22 +514,14 @@ def walked_texts(ledger: Ledger) -> list[str]:
     return [turn.content for turn in ledger.view]
 
 
-def _as_before(before: Sequence[dict[str, Any]], items: Sequence[dict[str, Any]]
-               ) -> tuple[dict[str, Any], ...]:
-    """``items``, each equal to the item sent before at its position being that very item: the
-    same content sent the same way (key order included) whatever objects carried it this time."""
-    return tuple(old if old == new else new
-                 for old, new in itertools.zip_longest(before[:len(items)], items))
-
-
 def _common_prefix(before: Sequence[dict[str, Any]] | None, after: Sequence[dict[str, Any]]
                    ) -> int:
-    """Leading items of ``after`` equal to those of ``before`` (the previous view sent)."""
+    """Leading items of ``after`` sent exactly as those of ``before`` (the previous view)."""
     if before is None:
         return 0
     count = 0
     for a, b in zip(before, after, strict=False):
-        if a != b:
+        if not sent_alike(a, b):
             break
         count += 1
     return count
