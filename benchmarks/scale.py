@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +42,8 @@ from _histories import REPO, agent_session, first_sentences, requests_of, seed_t
 MODEL = "gpt-4o"
 BUDGET = 100_000
 SIZES = (1, 2, 4)
-_WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
-          "rho sigma tau upsilon").split()
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+          "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"]
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ tiktoken.get_encoding("o200k_base").encode_ordinary(text)
 
 
 def tool_history(results: int, seed: int = 0) -> list[dict[str, Any]]:
-    """A task, then ``results`` read_file calls each answered by ~11 KB of text, then a user turn."""
+    """A task, ``results`` read_file calls answered by ~11 KB of text each, a user turn."""
     rng = random.Random(seed)
     history: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
@@ -122,66 +122,87 @@ def long_message(megabytes: int, seed: int = 0) -> list[dict[str, Any]]:
     return [{"role": "user", "content": "".join(parts)}]
 
 
-def write(path: Path, value: Any) -> int:
-    path.write_text(json.dumps(value), encoding="utf-8")
-    return path.stat().st_size
+def written(directory: Path, stem: str, make: Callable[[int], Any]
+            ) -> list[tuple[int, Path, int]]:
+    """The input at each size, written as JSON: its factor, path and bytes."""
+    inputs = []
+    for factor in SIZES:
+        path = directory / f"{stem}{factor}.json"
+        path.write_text(json.dumps(make(factor)), encoding="utf-8")
+        inputs.append((factor, path, path.stat().st_size))
+    return inputs
 
 
 def mb(count: float) -> str:
     return f"{count / 1e6:,.0f} MB"
 
 
-def compact_part(directory: Path, results: int) -> list[tuple[str, bool]]:
-    print(f"compact: chat histories of N tool results (~11 KB each), budget {BUDGET:,}")
-    print(f"{'size':>4} {'N':>6} {'file':>7} {'library':>9} {'peak':>8} {'CLI':>9} {'peak':>8} "
-          f"{'CLI/lib':>8} {'CLI peak/file':>14}")
+@dataclass(frozen=True)
+class Row:
+    """One input size: the file's bytes, the baseline's run and the subject's."""
+
+    factor: int
+    size: int
+    baseline: Run
+    subject: Run
+
+
+def side_by_side(names: tuple[str, str], inputs: Sequence[tuple[int, Path, int]],
+                 measure: Callable[[Path, int], tuple[Run, Run]]) -> list[Row]:
+    """Measure the baseline and the subject on each input; print them side by side, then how
+    each grows from the first input to the last."""
+    print(f"{'size':>4} {'file':>7} {names[0]:>14} {'peak':>8} {names[1]:>14} {'peak':>8} "
+          f"{'ratio':>7} {'peak/file':>10}")
     rows = []
-    for factor in SIZES:
-        path = directory / f"history{factor}.json"
-        size = write(path, tool_history(results * factor))
-        library = child(LIBRARY_COMPACT, str(path))
-        cli = child(CLI, "compact", str(path), "--budget", str(BUDGET), "--max-bytes",
-                    str(4 * size), "-o", str(directory / "out.json"))
-        rows.append((factor, size, library, cli))
-        print(f"{factor:>3}x {results * factor:>6,} {mb(size):>7} {library.cpu:>8.2f}s "
-              f"{mb(library.peak):>8} {cli.cpu:>8.2f}s {mb(cli.peak):>8} "
-              f"{cli.cpu / library.cpu:>7.2f}x {cli.peak / size:>13.1f}x", flush=True)
+    for factor, path, size in inputs:
+        baseline, subject = measure(path, size)
+        rows.append(Row(factor, size, baseline, subject))
+        print(f"{factor:>3}x {mb(size):>7} {baseline.cpu:>13.2f}s {mb(baseline.peak):>8} "
+              f"{subject.cpu:>13.2f}s {mb(subject.peak):>8} {subject.cpu / baseline.cpu:>6.2f}x "
+              f"{subject.peak / size:>9.1f}x", flush=True)
     first, last = rows[0], rows[-1]
-    print(f"growth {SIZES[-1]}x/1x: time library {last[2].cpu / first[2].cpu:.2f}x, CLI "
-          f"{last[3].cpu / first[3].cpu:.2f}x; peak library {last[2].peak / first[2].peak:.2f}x, "
-          f"CLI {last[3].peak / first[3].peak:.2f}x\n")
+    print(f"growth {last.factor}x/{first.factor}x: time {names[0]} "
+          f"{last.baseline.cpu / first.baseline.cpu:.2f}x, {names[1]} "
+          f"{last.subject.cpu / first.subject.cpu:.2f}x; peak {names[0]} "
+          f"{last.baseline.peak / first.baseline.peak:.2f}x, {names[1]} "
+          f"{last.subject.peak / first.subject.peak:.2f}x\n")
+    return rows
+
+
+def compact_part(directory: Path, results: int) -> list[tuple[str, bool]]:
+    print(f"compact: chat histories of {results:,} x size tool results (~11 KB each), "
+          f"budget {BUDGET:,}; CPU time of the whole process")
+    inputs = written(directory, "history", lambda factor: tool_history(results * factor))
+    rows = side_by_side(("library", "CLI"), inputs, lambda path, size: (
+        child(LIBRARY_COMPACT, str(path)),
+        child(CLI, "compact", str(path), "--budget", str(BUDGET), "--max-bytes", str(4 * size),
+              "-o", str(directory / "out.json"))))
+    first, last = rows[0], rows[-1]
     return [
-        (f"compact: CLI at {SIZES[-1]}x within 1.5x of the library "
-         f"({last[3].cpu / last[2].cpu:.2f}x)", last[3].cpu <= 1.5 * last[2].cpu),
-        (f"compact: CLI at {SIZES[-1]}x within 4.5x of 1x ({last[3].cpu / first[3].cpu:.2f}x)",
-         last[3].cpu <= 4.5 * first[3].cpu),
-        (f"compact: CLI peak memory <= 10x the file ({last[3].peak / last[1]:.1f}x)",
-         last[3].peak <= 10 * last[1]),
+        (f"compact: CLI at {last.factor}x within 1.5x of the library "
+         f"({last.subject.cpu / last.baseline.cpu:.2f}x)",
+         last.subject.cpu <= 1.5 * last.baseline.cpu),
+        (f"compact: CLI at {last.factor}x within 4.5x of 1x "
+         f"({last.subject.cpu / first.subject.cpu:.2f}x)",
+         last.subject.cpu <= 4.5 * first.subject.cpu),
+        (f"compact: CLI peak memory <= 10x the file ({last.subject.peak / last.size:.1f}x)",
+         last.subject.peak <= 10 * last.size),
     ]
 
 
 def count_part(directory: Path, megabytes: int) -> list[tuple[str, bool]]:
-    print("count: one message of M megabytes")
-    print(f"{'size':>4} {'file':>7} {'tiktoken once':>14} {'peak':>8} {'cutctx count':>13} "
-          f"{'peak':>8} {'count/once':>11} {'count peak/file':>16}")
-    rows = []
-    for factor in SIZES:
-        path = directory / f"message{factor}.json"
-        size = write(path, long_message(megabytes * factor))
-        once = child(TIKTOKEN_ONCE, str(path))
-        count = child(CLI, "count", str(path), "--max-bytes", str(4 * size))
-        rows.append((factor, size, once, count))
-        print(f"{factor:>3}x {mb(size):>7} {once.cpu:>13.2f}s {mb(once.peak):>8} "
-              f"{count.cpu:>12.2f}s {mb(count.peak):>8} {count.cpu / once.cpu:>10.2f}x "
-              f"{count.peak / size:>15.1f}x", flush=True)
-    first, last = rows[0], rows[-1]
-    print(f"growth {SIZES[-1]}x/1x: time {last[3].cpu / first[3].cpu:.2f}x, peak "
-          f"{last[3].peak / first[3].peak:.2f}x\n")
+    print(f"count: one message of {megabytes} MB x size; CPU time of the whole process")
+    inputs = written(directory, "message", lambda factor: long_message(megabytes * factor))
+    rows = side_by_side(("tiktoken once", "cutctx count"), inputs, lambda path, size: (
+        child(TIKTOKEN_ONCE, str(path)),
+        child(CLI, "count", str(path), "--max-bytes", str(4 * size))))
+    last = rows[-1]
     return [
-        (f"count: {mb(last[1])} within 1.5x of tiktoken encoding it once "
-         f"({last[3].cpu / last[2].cpu:.2f}x)", last[3].cpu <= 1.5 * last[2].cpu),
-        (f"count: peak memory <= 5x the file ({last[3].peak / last[1]:.1f}x)",
-         last[3].peak <= 5 * last[1]),
+        (f"count: {mb(last.size)} within 1.5x of tiktoken encoding it once "
+         f"({last.subject.cpu / last.baseline.cpu:.2f}x)",
+         last.subject.cpu <= 1.5 * last.baseline.cpu),
+        (f"count: peak memory <= 5x the file ({last.subject.peak / last.size:.1f}x)",
+         last.subject.peak <= 5 * last.size),
     ]
 
 

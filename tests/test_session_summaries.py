@@ -123,9 +123,15 @@ class AsyncSpanLog(SpanLog):
 # --- only checked summaries are stored ------------------------------------------------------
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("name", FORMATS)
+def everywhere(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` in every format, over every kind of store, sync and async."""
+    for name, values, ids in (("asynchronous", [False, True], ["sync", "async"]),
+                              ("kind", KINDS, None), ("name", list(FORMATS), None)):
+        test = pytest.mark.parametrize(name, values, ids=ids)(test)
+    return test
+
+
+@everywhere
 def test_a_refused_summary_is_not_stored_and_the_next_call_asks_again(
         name: str, kind: str, asynchronous: bool, make_store: Callable[[str], Store]) -> None:
     replay, expected, _ = reference(name)
@@ -147,9 +153,7 @@ BAD_VALUES = [b"far too long " * 5000, b"\xff\xfe not UTF-8", b"  \n "]
 """Too long for any target, not UTF-8, blank."""
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("name", FORMATS)
+@everywhere
 def test_a_bad_stored_summary_is_replaced_not_trusted(
         name: str, kind: str, asynchronous: bool, make_store: Callable[[str], Store]) -> None:
     replay, expected, stored = reference(name)
