@@ -29,10 +29,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ._support.data import INVALID_REQUESTS
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples" / "histories").glob("*.json"))
-SHARED_INVALID = sorted(
-    (ROOT.parent / "shared" / "histories" / "requests" / "invalid").glob("*.json"))
+INVALID = sorted(INVALID_REQUESTS.glob("*.json"))
 SCRIPT = Path(sys.executable).parent / "cutctx"
 CHAT = ROOT / "examples" / "histories" / "coding_agent.openai_chat.json"
 RESPONSES = ROOT / "examples" / "histories" / "coding_agent.openai_responses.json"
@@ -97,7 +98,7 @@ def _cases() -> dict[str, tuple[str, ...]]:
         cases[f"count:{name}"] = ("count", file)
         cases[f"compact:{name}"] = ("compact", file, "--budget", "{tight}", "--keep-recent", "2",
                                     "-o", "{tmp}/" + path.name, "--json")
-    for path in SHARED_INVALID:
+    for path in INVALID:
         if not _missing_module(path):
             cases[f"invalid:{path.stem}"] = ("inspect", str(path))
     for name in MALFORMED:
@@ -312,7 +313,7 @@ def test_malformed_file(runs: Runs, name: str) -> None:
 
 def _invalid_ids() -> list[Any]:
     params = []
-    for path in SHARED_INVALID:
+    for path in INVALID:
         reason = _missing_module(path)
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         if path.stem in _UNDETECTABLE:
@@ -675,8 +676,8 @@ _words = st.sampled_from(["Fix", "the", "parser.", "It", "fails", "on", "tabs!",
 @given(texts=st.lists(st.lists(_words, max_size=40).map(" ".join), min_size=1, max_size=30),
        target=st.sampled_from([1, 3, 10, 30, 60, 100, 300, 1000]),
        kind=st.sampled_from(["tiktoken", "char-ratio"]))
-def test_offline_summary_keeps_the_most_lines_that_fit(texts: list[str], target: int,
-                                                       kind: str) -> None:
+def test_offline_summary_keeps_the_most_lines_that_fit(tiktoken_cache: Path, texts: list[str],
+                                                       target: int, kind: str) -> None:
     from cutctx import CharRatioEstimator, Role, SummarizationRequest, TranscriptTurn
     from cutctx_adapters.cli._offline import OfflineSummarizer
     from cutctx_adapters.tiktoken import TiktokenEstimator

@@ -39,9 +39,16 @@ from typing import Any, Unpack
 
 from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
 
-from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, to_plain
+from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, plain_tools, to_plain
 from .._estimators import estimator_for
-from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._format import (
+    HistoryFormat,
+    deferral,
+    deferred_budget,
+    given,
+    reply_allowance,
+    server_held,
+)
 from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
 from .._policy import PolicyKeywords, PolicyOptions
 from ..fulfil import AnySummarizer, SummaryCache
@@ -58,6 +65,7 @@ from ._reading import (
     _parts,
     _Request,
     _request,
+    check_request,
     extended,
     read_message,
     to_transcript,
@@ -191,8 +199,13 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 
 def _job(prepared: _Prepared, *, budget: int | CompactionBudget, summarizer: object | None,
          policy: CompactionPolicy | None, pin: PinSpec, keep_recent: int,
-         options: PolicyOptions, summary_role: str) -> Job:
+         options: PolicyOptions, summary_role: str, model: str | None,
+         context_management: Any, defer_to_server: bool) -> Job:
     conv = _conversion(prepared.request, prepared.parts, pin, summary_role, options.keep_task)
+    deferred = deferral({"context_management": context_management}, _server_compaction,
+                        defer_to_server)
+    if deferred is not None:
+        budget, summarizer = deferred_budget(budget, model), None
 
     def begin(extra: int) -> Job:
         return start(
@@ -206,6 +219,8 @@ def _job(prepared: _Prepared, *, budget: int | CompactionBudget, summarizer: obj
             options=options,
             stub_pad=prepared.stub_pad,
             measure=prepared.measure,
+            drop_covered=True,  # the API takes a compaction only as the first block
+            deferred=deferred,
         )
 
     job = begin(0)
@@ -286,6 +301,8 @@ def plan(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
+    defer_to_server: bool = True,
     **options: Unpack[PolicyKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
@@ -299,6 +316,12 @@ def plan(
     request's real total and scales the per-turn estimates to add up to it (minus the
     overhead); use ``aplan`` with an ``AsyncAnthropic``. ``thinking`` is the request's: with
     ``{"type": "enabled"}`` an open tool loop must start with its thinking block.
+
+    What the latest ``compaction`` block covers is never sent (the API takes the block only
+    first). ``context_management`` is the request's: with a ``compact_20260112`` edit the
+    history is left to the server while it fits the model's own limit (``result.deferred``
+    says why), and fitted without summaries above it; ``defer_to_server=False`` compacts as
+    usual.
     """
     prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
     if exact_count is not None:
@@ -306,7 +329,8 @@ def plan(
         prepared = prepared.scaled(_exact(exact_count, body))
     return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
                 keep_recent=keep_recent, options=PolicyOptions.of(options),
-                summary_role=summary_role)
+                summary_role=summary_role, model=model, context_management=context_management,
+                defer_to_server=defer_to_server)
 
 
 async def aplan(
@@ -325,6 +349,8 @@ async def aplan(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
+    defer_to_server: bool = True,
     **options: Unpack[PolicyKeywords],
 ) -> Job:
     """``plan``, awaiting the exact count of an ``AsyncAnthropic`` client (a sync one works)."""
@@ -334,7 +360,8 @@ async def aplan(
         prepared = prepared.scaled(await _aexact(exact_count, body))
     return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
                 keep_recent=keep_recent, options=PolicyOptions.of(options),
-                summary_role=summary_role)
+                summary_role=summary_role, model=model, context_management=context_management,
+                defer_to_server=defer_to_server)
 
 
 def compact(
@@ -379,7 +406,7 @@ def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
     tools = given(request.get("tools"))
     choice = given(request.get("tool_choice"))
-    return counter.request_overhead([to_plain(tool) for tool in tools] if tools else None,
+    return counter.request_overhead(plain_tools(tools) if tools else None,
                                     to_plain(choice) if choice is not None else None)
 
 
@@ -392,6 +419,21 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
                          counter.text_estimator)
     return {"estimator": prepared.estimator, "stub_pad": prepared.stub_pad,
             "measure": prepared.measure}
+
+
+def _server_compaction(request: Mapping[str, Any]) -> str | None:
+    """Why a request leaves compaction to the server: a ``compact_20260112`` edit in its
+    ``context_management``, or a ``compaction`` request (summarize now)."""
+    management = given(request.get("context_management"))
+    edits = management.get("edits") if isinstance(management, Mapping) else None
+    if isinstance(edits, Sequence) and not isinstance(edits, str | bytes):
+        for edit in edits:
+            kind = edit.get("type") if isinstance(edit, Mapping) else None
+            if isinstance(kind, str) and kind.startswith("compact_"):
+                return f"server-side compaction is on (context_management {kind})"
+    if given(request.get("compaction")) is not None:
+        return "the request asks the server to compact (compaction)"
+    return None
 
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
@@ -418,5 +460,8 @@ FORMAT = HistoryFormat(
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
     safety_margin=0.05,
+    server_compaction=_server_compaction,
+    boundary_first=True,
+    check_request=check_request,
 )
 """How Messages requests carry their history (for sessions and the client wrapper)."""

@@ -11,7 +11,10 @@ from .._pipeline import Replacement
 
 __all__ = ["CallReport", "Decision", "Prepared"]
 
-Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
+Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "deferred",
+                   "not_possible"]
+"""``deferred``: the request turns the provider's own compaction on and fits the model's own
+limit, so its history was left to the server (less what its latest compaction covers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,8 @@ class CallReport:
     """Turns this call's events masked, clipped or deduplicated, with their sizes."""
     budget_unmet: bool = False
     """What was sent is over the prompt budget (nothing removable was left)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out because the provider's latest compaction already covers them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,9 @@ def check_settings(session: Any) -> None:
     if session.check_prefix not in ("identity", "content"):
         raise ValidationError('check_prefix must be "identity" or "content"',
                               {"field": "check_prefix"})
-    if not isinstance(session.sticky, bool):
-        raise ValidationError("sticky must be True or False", {"field": "sticky"})
+    for name in ("sticky", "defer_to_server"):
+        if not isinstance(getattr(session, name), bool):
+            raise ValidationError(f"{name} must be True or False", {"field": name})
     pin = session.pin
     if pin is not None and not callable(pin) and (
             isinstance(pin, str | bytes | Mapping) or not hasattr(pin, "__iter__")):
