@@ -487,7 +487,7 @@ class CompactionSession:
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
-        sent = tuple(items)  # as this history has them (key order included), as a fresh worker
+        sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
         if call.chain and not walked.ledger.empty and not walked.fell_back:
             known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
