@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _histories import REPO, agent_session, first_sentences, requests_of, seed_tiktoken, start_redis
+from _histories import REPO, agent_session, requests_of, seed_tiktoken, start_redis
 
 MODEL = "gpt-4o"
 BUDGET = 100_000
@@ -56,19 +56,31 @@ class Run:
     code: int
 
 
+# A child's peak is its own address space's high-water mark, written as it exits: Linux carries
+# the parent's peak over into a child's ru_maxrss (kept across fork and exec).
+_PEAK = """
+import atexit, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write(f"\\nPEAK {peak}\\n")
+atexit.register(_peak)
+"""
+
+
 def child(code: str, *args: str) -> Run:
     """Run ``code`` in a fresh interpreter (``sys.argv[1:]`` = ``args``), output discarded."""
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO,
+    process = subprocess.Popen([sys.executable, "-c", _PEAK + code, *args], cwd=REPO,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _pid, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     errors = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if process.returncode not in (0, 1):
+    if process.returncode not in (0, 1) or "\nPEAK " not in errors:
         raise SystemExit(f"child failed ({process.returncode}): {errors.strip()[-800:]}")
-    return Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss * 1024,
-               process.returncode)
+    peak = int(errors.rsplit("\nPEAK ", 1)[1].split()[0]) * 1024
+    return Run(usage.ru_utime + usage.ru_stime, wall, peak, process.returncode)
 
 
 LIBRARY_COMPACT = f"""
@@ -207,17 +219,18 @@ def count_part(directory: Path, megabytes: int) -> list[tuple[str, bool]]:
 
 
 class _Slow:
-    """The offline summarizer, as slow as a (fast) model call; counts its calls."""
+    """The CLI's offline summarizer, as slow as a (fast) model call; counts its calls."""
 
     def __init__(self, latency: float) -> None:
-        self.inner = first_sentences()
-        self.latency = latency
+        from cutctx_adapters._estimators import estimator_for
+        from cutctx_adapters.cli._offline import OfflineSummarizer
 
-    @property
-    def calls(self) -> int:
-        return self.inner.calls
+        self.inner = OfflineSummarizer(estimator_for(MODEL))
+        self.latency = latency
+        self.calls = 0
 
     def __call__(self, request: Any, turns: Sequence[Any]) -> str:
+        self.calls += 1
         time.sleep(self.latency)
         return self.inner(request, turns)
 
