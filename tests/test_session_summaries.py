@@ -91,7 +91,7 @@ def reference(name: str) -> tuple[Replay, list[str], dict[str, bytes]]:
     """A run whose summarizer always answers well: its bodies, and the summaries it stored."""
     replay = Replay(name, seed=SEEDS[name])
     store = _Recording(MemoryStore())
-    compactor = session(replay, store, SpanLog())  # type: ignore[arg-type]
+    compactor = session(replay, store, SpanLog())
     bodies = [prepared_body(compactor, replay, index) for index in range(len(replay.calls))]
     stored = {key: value for key in store.keys if (value := store.inner.get(key)) is not None}
     assert len(stored) >= 2
