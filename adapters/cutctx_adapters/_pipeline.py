@@ -47,6 +47,7 @@ __all__ = [
     "run",
     "start",
     "stub_estimator",
+    "summary_check",
 ]
 
 
@@ -447,7 +448,8 @@ def _steps(job: Job) -> Generator[Job, Outcome, CompactionResult]:
     return result
 
 
-def _checker(job: Job) -> Callable[[SummarizationRequest, str], None]:
+def summary_check(job: Job) -> Callable[[SummarizationRequest, str], None]:
+    """How ``job`` vets a summary before it is used (or stored): ``SummarizationFailed`` if not."""
     def check(request: SummarizationRequest, text: str) -> None:
         _check_length(job, request, text)
 
@@ -465,7 +467,7 @@ def run(job: Job, summarizer: AnySummarizer | None = None,
             assert summarizer is not None
             try:
                 outcome: Outcome = fulfil(wanted.plan, wanted.conversion.transcript, summarizer,
-                                          cache=cache, check=_checker(wanted))
+                                          cache=cache, check=summary_check(wanted))
             except SummarizationFailed as failure:
                 outcome = failure
             wanted = steps.send(outcome)
@@ -484,8 +486,9 @@ async def arun(job: Job, summarizer: AnySummarizer | None = None,
             _require_summarizer(wanted, summarizer)
             assert summarizer is not None
             try:
-                outcome: Outcome = await afulfil(wanted.plan, wanted.conversion.transcript,
-                                                 summarizer, cache=cache, check=_checker(wanted))
+                outcome: Outcome = await afulfil(
+                    wanted.plan, wanted.conversion.transcript, summarizer, cache=cache,
+                    check=summary_check(wanted))
             except SummarizationFailed as failure:
                 outcome = failure
             wanted = steps.send(outcome)

@@ -1,8 +1,9 @@
 """``cutctx``: inspect, count and compact a saved conversation history from the command line.
 
-Exit codes: 0 success; 1 the history does not fit the budget (``inspect``, ``compact``); 2 bad
-input or usage, reported as one line on stderr; 3 an internal error (``CUTCTX_DEBUG=1`` shows the
-traceback). Nothing here uses the network unless ``--summarizer openai:…|anthropic:…`` is given.
+Exit codes: 0 success; 1 compacted but still over the budget (``inspect``, ``compact``); 2 bad
+input or usage, or a budget that cannot be met (the turns no policy may touch need more),
+reported as one line on stderr; 3 an internal error (``CUTCTX_DEBUG=1`` shows the traceback).
+Nothing here uses the network unless ``--summarizer openai:…|anthropic:…`` is given.
 """
 
 from __future__ import annotations

@@ -30,9 +30,11 @@ if it has a top-level "system", Anthropic content blocks or a claude model, else
 list is openai-responses if its items carry Responses types (function_call, reasoning, ...,
 input_text parts), anthropic if they hold tool_use/tool_result/thinking blocks, else openai-chat.
 
-exit codes: 0 success, 1 the history does not fit the budget, 2 bad input or usage (one line on
-stderr), 3 internal error. Token counts use tiktoken, which needs its BPE files: offline, point
-TIKTOKEN_CACHE_DIR at a directory holding them.
+exit codes: 0 success (the history fits the budget, or was counted), 1 compacted but still over
+the budget (the output is written), 2 bad input or usage, or a budget that cannot be met because
+the turns no policy may touch need more (one line on stderr), 3 internal error.
+Token counts use tiktoken, which needs its BPE files: offline, point TIKTOKEN_CACHE_DIR at a
+directory holding them.
 """
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.text import Text
 
-from cutctx import CompactionExecutor, CompactionPolicy, DropOldestPolicy
+from cutctx import BudgetUnsatisfiable, CompactionExecutor, CompactionPolicy, DropOldestPolicy
 
 from .._pipeline import CompactionResult, Job
 from ..fulfil import Summarizer
-from ._errors import EXIT_OK, EXIT_UNMET
+from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
 from ._render import InspectView, make_console, render_count, render_inspect
@@ -33,8 +35,9 @@ def inspect(args: argparse.Namespace) -> int:
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)
     estimator = doc.format.text_estimator(model)
     summarizer = build_summarizer("offline", model, estimator)
-    job = _plan(doc, args, model, budget.tokens,
-                build_policy(args.policy, estimator, summarizer), summarizer)
+    with _refusals(doc, budget):
+        job = _plan(doc, args, model, budget.tokens,
+                    build_policy(args.policy, estimator, summarizer), summarizer)
     plan = job.plan
     # The report depends on the plan alone; summaries are not produced when inspecting.
     placeholders = {request.group_id: "…" for request in plan.summarization_requests}
@@ -100,10 +103,11 @@ def compact(args: argparse.Namespace) -> int:
     estimator = doc.format.text_estimator(model)
     summarizer = build_summarizer(args.summarizer, model, estimator)
     policy = build_policy(args.policy, estimator, summarizer)
-    result = doc.format.compact(
-        doc.history, doc.side, doc.body, model=model, budget=budget.tokens, policy=policy,
-        summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent,
-        settings=policy_settings(args))
+    with _refusals(doc, budget):
+        result = doc.format.compact(
+            doc.history, doc.side, doc.body, model=model, budget=budget.tokens, policy=policy,
+            summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent,
+            settings=policy_settings(args))
     side, history = doc.format.output(result)
     write_json(args.output, doc.rebuild(side, history))
     report = result.report
@@ -129,6 +133,16 @@ def policy_settings(args: argparse.Namespace) -> dict[str, Any]:
     names = ("keep_task", "keep_user_turns", "digest_tokens", "max_result_tokens", "strict")
     return {name: getattr(args, name) for name in names
             if getattr(args, name, None) is not None}
+
+
+@contextmanager
+def _refusals(doc: Document, budget: Budget) -> Iterator[None]:
+    """A budget no compaction can meet, said with the budget and where it came from."""
+    try:
+        yield
+    except BudgetUnsatisfiable as exc:
+        raise CliError(unsatisfiable(exc, doc.source, budget.tokens, budget.describe())) \
+            from None
 
 
 def _load(args: argparse.Namespace) -> Document:

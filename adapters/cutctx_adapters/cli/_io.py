@@ -121,6 +121,7 @@ def read_json(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CliError(f"{name}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    del raw  # one copy of a large input at a time: the bytes go before the JSON is parsed
     if not text.strip():
         raise CliError(f"{name}: empty file, expected JSON") from None
     try:

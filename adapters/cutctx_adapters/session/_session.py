@@ -12,9 +12,8 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_right
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +29,21 @@ from .._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turn
 from .._conversion import uncovered as _uncovered
 from .._format import HistoryFormat, given
 from .._grown import GrownList
-from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
+from .._pipeline import (
+    CompactionResult,
+    Job,
+    Replacement,
+    resolve_budget,
+    start,
+    summary_check,
+)
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
 from .._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions, choose_policy
 from .._windows import prompt_budget
-from ..fulfil import AnySummarizer
+from ..fulfil import AnySummarizer, SummaryCheck
 from ..stores import MemoryStore, Store
+from ._alike import sent_alike
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
@@ -97,6 +104,9 @@ class _Walked:
     tokens: int = 0
     """Prompt tokens of the view for the whole history: measured at the last event, plus the
     estimates of the turns appended since (the figure every trigger check used)."""
+    fell_back: bool = False
+    """An event planned again without its summaries (a summary failed): what it left is not
+    what the history and the store say, so it is sent but not remembered."""
 
 
 @dataclass
@@ -144,12 +154,17 @@ class CompactionSession:
     """Seconds to wait for a summary another session (or worker) is producing."""
     check_prefix: PrefixCheck = "content"
     """How a call's history is told to extend the last one read. ``"content"`` (the default):
-    each dict already read is compared with what was read, so an edit made in place (a
-    redaction, say) is always seen; this costs a comparison per item, growing with the history.
-    ``"identity"``: items that are the very objects read last time are taken as unchanged, so
-    a call costs only what it appends, flat in the history's length; an edit made in place to
-    an item already read is then NOT seen (replace the item, ``history[i] = {...}``, instead).
-    Objects (SDK models) are recognised by identity either way."""
+    each mapping already read (a dict or any other ``Mapping``) is compared with what was read,
+    so an edit made in place (a redaction, say) is always seen; this costs a comparison per
+    item, growing with the history. ``"identity"``: items that are the very objects read last
+    time are taken as unchanged, so a call costs only what it appends, flat in the history's
+    length; an edit made in place to an item already read is then NOT seen (replace the item,
+    ``history[i] = {...}``, instead). Objects (SDK models) are recognised by identity either way.
+    Compared is what is sent: ``1``, ``True`` and ``1.0`` differ, and so do keys in another
+    order; what is sent is always this history's own (its key order included), as a fresh
+    worker sends it. Two exceptions, for speed: by content, moving a key in place within the
+    very mapping read is not seen; by identity, neither is replacing an item, in the very list
+    read before, with one Python takes as equal (``==``) but sent otherwise."""
     defer_to_server: bool = True
     """When a request turns the provider's own compaction on (Responses ``context_management``
     compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
@@ -188,19 +203,18 @@ class CompactionSession:
         call = self._read({**(request or {}), **fields})
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None or call.deferred is not None
-                      else self._summaries.sync(self.summarizer))
+        wrap = self._summaries.sync
         steps = self._walk(call)
         try:
             job = next(steps)
             while True:
-                job = steps.send(_run(job, summarizer))
+                job = steps.send(_run(job, self._shared(call, job, wrap)))
         except StopIteration as done:
             walked: _Walked = done.value
         view = self._view(call, walked)
         extra = self._over_budget_job(call, walked, view)
-        return self._prepared(call, walked, view,
-                              None if extra is None else _run(extra, summarizer))
+        result = None if extra is None else _run(extra, self._shared(call, extra, wrap))
+        return self._prepared(call, walked, view, result)
 
     async def aprepare(self, request: Mapping[str, Any] | None = None,
                        **fields: Any) -> Prepared:
@@ -208,19 +222,28 @@ class CompactionSession:
         call = self._read({**(request or {}), **fields})
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None or call.deferred is not None
-                      else self._summaries.asynchronous(self.summarizer))
+        wrap = self._summaries.asynchronous
         steps = self._walk(call)
         try:
             job = next(steps)
             while True:
-                job = steps.send(await _arun(job, summarizer))
+                job = steps.send(await _arun(job, self._shared(call, job, wrap)))
         except StopIteration as done:
             walked: _Walked = done.value
         view = self._view(call, walked)
         extra = self._over_budget_job(call, walked, view)
-        result = None if extra is None else await _arun(extra, summarizer)
+        result = None if extra is None else await _arun(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
+
+    def _shared(self, call: _Call, job: Job,
+                wrap: Callable[[AnySummarizer, SummaryCheck], AnySummarizer]
+                ) -> AnySummarizer | None:
+        """The session's summarizer through its store (``wrap``: the sync or async way), storing
+        and taking from it only summaries that pass ``job``'s checks; none for a call left to
+        the server."""
+        if self.summarizer is None or call.deferred is not None:
+            return None
+        return wrap(self.summarizer, summary_check(job))
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -345,7 +368,7 @@ class CompactionSession:
         if not self.sticky:
             points = points[-1:]
         points = points[bisect_right(points, (call.known_items, len(sums))):]
-        events, last, over = 0, None, 0
+        events, last, over, fell_back = 0, None, 0, False
         replaced: list[Replacement] = []
         read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
@@ -371,10 +394,11 @@ class CompactionSession:
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger))
             events, last, over = events + 1, result, total
+            fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
         tokens = base + sums[-1] - sums[ledger.covered_turns]
-        return _Walked(ledger, events, last, tuple(replaced), over, tokens)
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back)
 
     def _prefix(self, call: _Call, items: int,
                 read: tuple[int, Conversion[Any] | Growing[Any]] | None
@@ -468,8 +492,8 @@ class CompactionSession:
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
-        sent = _as_before(call.known.sent if call.known is not None else (), items)
-        if call.chain and not walked.ledger.empty:
+        sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
+        if call.chain and not walked.ledger.empty and not walked.fell_back:
             known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
@@ -545,22 +569,14 @@ def walked_texts(ledger: Ledger) -> list[str]:
     return [turn.content for turn in ledger.view]
 
 
-def _as_before(before: Sequence[dict[str, Any]], items: Sequence[dict[str, Any]]
-               ) -> tuple[dict[str, Any], ...]:
-    """``items``, each equal to the item sent before at its position being that very item: the
-    same content sent the same way (key order included) whatever objects carried it this time."""
-    return tuple(old if old == new else new
-                 for old, new in itertools.zip_longest(before[:len(items)], items))
-
-
 def _common_prefix(before: Sequence[dict[str, Any]] | None, after: Sequence[dict[str, Any]]
                    ) -> int:
-    """Leading items of ``after`` equal to those of ``before`` (the previous view sent)."""
+    """Leading items of ``after`` sent exactly as those of ``before`` (the previous view)."""
     if before is None:
         return 0
     count = 0
     for a, b in zip(before, after, strict=False):
-        if a != b:
+        if not sent_alike(a, b):
             break
         count += 1
     return count

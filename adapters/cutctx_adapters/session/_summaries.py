@@ -3,18 +3,22 @@
 A summary is model output: it cannot be recomputed to the same text, so it is kept by its span's
 content key, and asked for once among all the sessions sharing the store — threads, tasks,
 processes or machines: the first to ask claims the span, the others wait for its text (up to a
-timeout) instead of paying again.
+timeout) instead of paying again. Only a summary that passes the checks it will be used under is
+stored, and one read back is checked again: a refused one (too long, empty, not UTF-8 — written
+by another version, say) counts as missing and is replaced, so it never poisons the span.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn
 
 from .._canonical_key import span_key
-from ..fulfil import AnySummarizer
+from ..errors import SummarizationFailed
+from ..fulfil import AnySummarizer, SummaryCheck
 from ..stores import Store, aproduce_once, produce_once
 
 __all__ = ["SharedSummaries"]
@@ -22,42 +26,80 @@ __all__ = ["SharedSummaries"]
 _NAMESPACE = "summary:"
 
 
-def _encoded(text: object) -> bytes | None:
-    """What is stored: a usable text's UTF-8 (nothing for an empty or non-text reply)."""
-    return text.encode("utf-8") if isinstance(text, str) and text.strip() else None
+class _Answer:
+    """One request's summary as it goes through the store: what may be stored or used, and
+    what the summarizer answered when that was not (for ``fulfil`` to refuse with its reason:
+    empty, too long, an awaitable in the sync path)."""
 
+    def __init__(self, request: SummarizationRequest, check: SummaryCheck) -> None:
+        self.request = request
+        self.check = check
+        self.refused: Any = ""
 
-def _decoded(value: bytes | None) -> str:
-    return "" if value is None else value.decode("utf-8")
+    def usable(self, value: bytes) -> bool:
+        """Whether a stored value may be used: UTF-8 text that passes the checks."""
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return self._passes(text)
+
+    def stored(self, answer: Any) -> bytes | None:
+        """What is stored of the summarizer's answer: its UTF-8 if it passes (else nothing,
+        and the answer is kept as ``refused``)."""
+        if isinstance(answer, str) and self._passes(answer):
+            try:
+                return answer.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: usable here, not storable
+                pass
+        self.refused = answer
+        return None
+
+    def text(self, value: bytes | None) -> Any:
+        """What ``fulfil`` gets: the stored (or produced) text, else the refused answer."""
+        return self.refused if value is None else value.decode("utf-8")
+
+    def _passes(self, text: str) -> bool:
+        if not text.strip():
+            return False
+        try:
+            self.check(self.request, text)
+        except SummarizationFailed:
+            return False
+        return True
 
 
 class SharedSummaries:
-    """Wraps a summarizer so each span is produced once across everything sharing ``store``."""
+    """Wraps a summarizer so each span is produced once across everything sharing ``store``,
+    and only summaries that pass ``check`` (the job's own) are stored or taken from it."""
 
     def __init__(self, store: Store, timeout: float) -> None:
         self.store = store
         self.timeout = timeout
 
-    def sync(self, summarizer: AnySummarizer) -> AnySummarizer:
-        def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
-            return _decoded(produce_once(
+    def sync(self, summarizer: AnySummarizer, check: SummaryCheck) -> AnySummarizer:
+        def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> Any:
+            answer = _Answer(request, check)
+            return answer.text(produce_once(
                 self.store, _NAMESPACE + span_key(request, turns),
-                lambda: _encoded(summarizer(request, turns)),
-                lease=self.timeout, timeout=self.timeout))
+                lambda: answer.stored(summarizer(request, turns)),
+                lease=self.timeout, timeout=self.timeout, accept=answer.usable))
 
         return summarize
 
-    def asynchronous(self, summarizer: AnySummarizer) -> AnySummarizer:
+    def asynchronous(self, summarizer: AnySummarizer, check: SummaryCheck) -> AnySummarizer:
         async def summarize(request: SummarizationRequest,
-                            turns: Sequence[TranscriptTurn]) -> str:
+                            turns: Sequence[TranscriptTurn]) -> Any:
+            answer = _Answer(request, check)
+
             async def produce() -> bytes | None:
                 text: Any = summarizer(request, turns)
-                if hasattr(text, "__await__"):
+                if inspect.isawaitable(text):
                     text = await text
-                return _encoded(text)
+                return answer.stored(text)
 
-            return _decoded(await aproduce_once(
+            return answer.text(await aproduce_once(
                 self.store, _NAMESPACE + span_key(request, turns), produce,
-                lease=self.timeout, timeout=self.timeout))
+                lease=self.timeout, timeout=self.timeout, accept=answer.usable))
 
         return summarize
