@@ -190,9 +190,9 @@ class _Shape:
                              self.tokens, self.digest, self.subject,
                              _named(content, [atom for atom in inside if atom not in middle]),
                              len(lines))
-        kept = [atom for atom in atoms if atom.end <= start or atom.start >= end] + middle
+        whole = [atom for atom in atoms if atom.end <= start or atom.start >= end] + middle
         cost = sum(atom.tokens - estimator.estimate_tokens(content[atom.start:atom.end])
-                   for atom in kept)
+                   for atom in whole)
         text = _render(content, excerpt, marker)
         return Clip(excerpt, marker, estimator.estimate_tokens(text) + max(0, cost))
 
