@@ -637,16 +637,8 @@ def test_the_session_holds_no_response_objects() -> None:
     assert [ref() for ref in refs] == [None, None]
 
 
-def test_the_wrapper_sessions_hold_no_client() -> None:
-    class Client:
-        def __init__(self) -> None:
-            self.chat = self
-            self.completions = self
-
-        def create(self, **request: Any) -> dict[str, Any]:
-            return request
-
-    client = Client()
+def test_the_wrapper_sessions_hold_no_client(api: respx.Route) -> None:
+    client = OpenAI(api_key="test", base_url=BASE_URL, max_retries=0)
     wrapper = CompactingOpenAI(client, window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
                                estimator=cutctx.CharRatioEstimator(),
                                summarizer=CountingSummarizer())
@@ -684,7 +676,7 @@ def test_the_wrapper_sends_a_stable_prefix_and_reports_why(api: respx.Route,
     summarizer = CountingSummarizer()
     client = CompactingOpenAI(OpenAI(api_key="test", base_url=BASE_URL, max_retries=0),
                               window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
-                              summarizer=summarizer, on_compaction=reports.append,
+                              summarizer=summarizer, on_call=reports.append,
                               check_prefix=check_prefix)
     for messages in REQUESTS:
         response = client.chat.completions.create(model=MODEL, messages=messages)

@@ -13,16 +13,14 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .._conversion import Growing
 from .._grown import GrownList
+from ..settings import PrefixCheck
 from ._known import text_size
 
 __all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused"]
-
-PrefixCheck = Literal["identity", "content"]
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Recent:
