@@ -282,10 +282,18 @@ def test_keep_recent_protects_the_newest_messages() -> None:
     assert result.messages[-5:] == HISTORY[-5:]
 
 
-@pytest.mark.parametrize("budget", [-1, 1.5, "100", True, None])
+@pytest.mark.parametrize("budget", [-1, 1.5, "100", True])
 def test_a_bad_budget_is_a_validation_error(budget: Any) -> None:
     with pytest.raises(ValidationError):
         chat.compact(HISTORY, budget=budget)
+
+
+def test_without_a_budget_the_window_less_the_reserve_is_the_budget() -> None:
+    sized = chat.compact(HISTORY, window=total(HISTORY) // 2 + 100, reserve=100)
+    assert sized.prompt_budget == total(HISTORY) // 2
+    assert sized.messages == chat.compact(HISTORY, budget=total(HISTORY) // 2).messages
+    with pytest.raises(ValidationError, match="no budget: pass budget="):
+        chat.compact(HISTORY, model="my-own-model", estimator=CharRatioEstimator())
 
 
 def test_the_system_prompt_alone_over_budget_is_unsatisfiable() -> None:

@@ -21,11 +21,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
-from cutctx import CompactionPolicy, TokenEstimator, ValidationError
+from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, ValidationError
 
 from ._conversion import PinSpec
 from ._estimators import chosen_estimator
 from ._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions
+from ._windows import prompt_budget
 from .fulfil import AnySummarizer
 from .stores import Store
 
@@ -38,7 +39,9 @@ __all__ = [
     "PrefixCheck",
     "ReportCallback",
     "SettingsKeywords",
+    "budget_or_window",
     "fraction_or_tokens",
+    "planning_settings",
 ]
 
 PrefixCheck = Literal["identity", "content"]
@@ -355,3 +358,17 @@ def _check(settings: CompactionSettings) -> None:
             or timeout == float("inf"):
         raise ValidationError("summary_timeout must be a positive number of seconds",
                               {"field": "summary_timeout"})
+
+
+def budget_or_window(budget: int | CompactionBudget | None, settings: CompactionSettings,
+                     model: str | None) -> int | CompactionBudget:
+    """``budget`` as given, else the prompt budget of ``model``'s window less ``reserve``."""
+    if budget is not None:
+        return budget
+    found = prompt_budget(model, settings.reserve, window=settings.window,
+                          overrides=settings.windows)
+    if found is None:
+        raise ValidationError(
+            f"no budget: pass budget= (prompt tokens) or window= (the context window of "
+            f"{model!r} is not in the built-in table)", {"field": "budget"})
+    return found

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
-from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
+from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
 
 from .._conversion import (
     SUMMARY_HEADER,
@@ -36,9 +36,10 @@ from .._conversion import (
 )
 from .._estimators import chosen_estimator
 from .._format import HistoryFormat, given, reply_allowance, server_held
-from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
-from .._policy import PolicyKeywords, PolicyOptions
-from ..fulfil import AnySummarizer, SummaryCache
+from .._pipeline import Job, arun, resolve_budget, run, start
+from .._results import FormatResult, narrowed
+from ..fulfil import SummaryCache
+from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
     ITEM_TOKENS,
@@ -49,10 +50,15 @@ from ._responses_tokens import (
 )
 from ._tokens import REPLY_PRIMING_TOKENS
 
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputItemParam
+
 __all__ = [
+    "DEFAULT_MODEL",
     "FORMAT",
     "INSTRUCTIONS_TURN_ID",
     "ResponsesCodec",
+    "ResponsesResult",
     "acompact",
     "compact",
     "count_tokens",
@@ -66,6 +72,8 @@ Rendered: TypeAlias = tuple[str | None, str | list[dict[str, Any]]]
 """``(instructions, input)``, ready for ``client.responses.create``."""
 
 INSTRUCTIONS_TURN_ID = "instructions"
+DEFAULT_MODEL = "gpt-5"
+"""The model counts are for when a call names none (``result.model`` says so)."""
 _NOUN = "item"
 SUMMARY_ROLES = ("user", "assistant", "system", "developer")
 
@@ -528,7 +536,7 @@ def count_tokens(
     input_items: str | Sequence[Any],
     *,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
+    model: str | None = DEFAULT_MODEL,
     tools: Sequence[Any] | None = None,
     estimator: TokenEstimator | None = None,
 ) -> int:
@@ -542,37 +550,34 @@ def plan(
     input_items: str | Sequence[Any],
     *,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    budget: int | CompactionBudget,
-    summarizer: object | None = None,
-    policy: CompactionPolicy | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
-    pin: PinSpec = None,
-    keep_recent: int = 4,
-    estimator: TokenEstimator | None = None,
     summary_role: str = "user",
-    **options: Unpack[PolicyKeywords],
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
-    instructions are a turn of the transcript, so they count there). ``options``: the policy
-    settings of ``PolicyOptions``.
+    instructions are a turn of the transcript, so they count there); None: the model's window
+    less ``reserve``. The other settings are ``CompactionSettings`` fields (``settings=`` and/or
+    keywords).
     """
-    settings = PolicyOptions.of(options)
-    counter = chosen_estimator(estimator, model)
+    chosen = planning_settings(settings, keywords, "responses.plan")
+    counter = chosen_estimator(chosen.estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
-                         pin=pin, summary_role=summary_role, keep_task=settings.keep_task)
+                         pin=chosen.pin, summary_role=summary_role, keep_task=chosen.keep_task)
     overhead = overhead_tokens(tools, counter, model)
     return start(
         conv,
-        resolve_budget(budget, overhead, keep_recent),
-        policy=policy,
-        summarizer=summarizer,
+        resolve_budget(budget_or_window(budget, chosen, model), overhead, chosen.keep_recent),
+        policy=chosen.policy,
+        summarizer=chosen.summarizer,
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        options=settings,
+        options=chosen.policy_options(),
         **_planning(conv, counter_for(counter, model), overhead),
     )
 
@@ -598,40 +603,55 @@ def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> i
     return total
 
 
+@dataclass(frozen=True, slots=True)
+class ResponsesResult(FormatResult):
+    """``compact``'s result: ``instructions`` and ``input`` ready for
+    ``client.responses.create`` (``input`` stays a string if it was one and was kept)."""
+
+    instructions: str | None = None
+    input: str | list[ResponseInputItemParam] = ""
+
+
 def compact(
     input_items: str | Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    summary_role: str = "user",
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ResponsesResult:
     """Compact a Responses ``input`` to ``budget`` prompt tokens.
 
     Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
-    one, the default chain also folds a span into a summary. See ``plan`` for the options.
+    one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    job = plan(input_items, instructions=instructions, model=model, budget=budget,
-               summarizer=summarizer, **options)
-    return run(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "responses.compact")
+    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
+               summary_role=summary_role, settings=chosen)
+    return narrowed(run(job, chosen.summarizer, summary_cache), ResponsesResult, model)
 
 
 async def acompact(
     input_items: str | Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    summary_role: str = "user",
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ResponsesResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    job = plan(input_items, instructions=instructions, model=model, budget=budget,
-               summarizer=summarizer, **options)
-    return await arun(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "responses.acompact")
+    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
+               summary_role=summary_role, settings=chosen)
+    return narrowed(await arun(job, chosen.summarizer, summary_cache), ResponsesResult, model)
 
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:

@@ -8,27 +8,13 @@ from typing import Any, Literal
 from cutctx import CompactionReport
 
 from .._pipeline import Replacement
+from .._results import short_tokens
 
-__all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared", "short_tokens"]
+__all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
 NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
 """Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
-
-
-def short_tokens(count: int) -> str:
-    """A token count as people read it: 950, 3.1k, 139k, 1.2M.
-
-    >>> short_tokens(950), short_tokens(3_140), short_tokens(139_400), short_tokens(1_250_000)
-    ('950', '3.1k', '139k', '1.2M')
-    """
-    if count < 1000:
-        return str(count)
-    if count < 10_000:
-        return f"{count / 1000:.1f}k"
-    if count < 1_000_000:
-        return f"{round(count / 1000)}k"
-    return f"{count / 1_000_000:.1f}M"
 
 
 @dataclass(frozen=True, slots=True)
