@@ -29,6 +29,8 @@ __all__ = [
     "is_async_client",
 ]
 
+_WRAPPERS = {"openai": "CompactingOpenAI", "anthropic": "CompactingAnthropic"}
+"""The wrapper for each SDK's clients, to name when the other one is given."""
 ClientT = TypeVar("ClientT")
 SyncClientT = TypeVar("SyncClientT")
 AsyncClientT = TypeVar("AsyncClientT")
@@ -216,6 +218,9 @@ def check_client(client: object, wrapper: str, sdk: str, classes: Sequence[str])
     if kinds and isinstance(client, kinds):
         return
     given = type(client)
+    package = given.__module__.split(".")[0]
+    other = _WRAPPERS.get(package)
+    hint = f" (wrap it with {other})" if other is not None and other != wrapper else ""
     raise ValidationError(
-        f"{wrapper} wraps an {wanted} client, got {given.__module__.split('.')[0]}."
-        f"{given.__qualname__}", {"field": "client", "rule": "client_type"})
+        f"{wrapper} wraps an {wanted} client, got {package}.{given.__qualname__}{hint}",
+        {"field": "client", "rule": "client_type"})

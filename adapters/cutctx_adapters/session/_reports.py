@@ -114,6 +114,8 @@ class CallReport:
             counts[replacement.kind] = counts.get(replacement.kind, 0) + 1
         parts = [f"{count} {kind}" for kind, count in counts.items()]
         compaction = self.compaction
+        if compaction is not None and compaction.dropped_turn_ids:
+            parts.append(f"{len(compaction.dropped_turn_ids)} dropped")
         if compaction is not None and compaction.summary_turn_ids:
             made = len(compaction.summary_turn_ids)
             parts.append(f"{made} summar{'y' if made == 1 else 'ies'}")
