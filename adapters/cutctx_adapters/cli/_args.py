@@ -73,10 +73,6 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--format", choices=list(FORMATS), help="skip detection")
     source.add_argument("--model", help="model for token counts and the context window "
                         "(default: the file's, else the format's default)")
-    source.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
-                        help="message/item indexes no policy may touch (negative from the end)")
-    source.add_argument("--keep-recent", type=_count, metavar="K",
-                        help="protect the K most recent turns (default 4)")
     source.add_argument("--json", action="store_true", help="print JSON instead of a table")
     source.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_BYTES,
                         help=f"read at most N bytes of FILE (default {DEFAULT_MAX_BYTES:,})")
@@ -90,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--reserve", type=_count, metavar="N",
                       help="tokens kept for the reply (default: the body's max_tokens / "
                            f"max_completion_tokens / max_output_tokens, else {DEFAULT_RESERVE})")
+    # Planning options only: ``count`` plans nothing, so it does not take them.
+    plan.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
+                      help="message/item indexes no policy may touch (negative from the end)")
+    plan.add_argument("--keep-recent", type=_count, metavar="K",
+                      help="protect the K most recent turns (default 4)")
     plan.add_argument("--policy", choices=POLICIES, default="default",
                       help="default: mask old tool results, then summarize, then drop the "
                            "oldest; or one of them alone")

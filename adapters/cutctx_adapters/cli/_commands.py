@@ -147,8 +147,9 @@ def _policy_label(name: str, version: str) -> str:
 def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
           policy: CompactionPolicy | None, summarizer: Summarizer | None) -> Job:
     return doc.format.plan(doc.history, doc.side, doc.body, model=model, budget=budget,
-                           policy=policy, summarizer=summarizer, pin=args.pin,
-                           keep_recent=args.keep_recent, settings=policy_settings(args))
+                           policy=policy, summarizer=summarizer, pin=getattr(args, "pin", None),
+                           keep_recent=getattr(args, "keep_recent", None),
+                           settings=policy_settings(args))
 
 
 def _compact_summary(doc: Document, output: str, budget: Budget,

@@ -181,6 +181,7 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
+            _refuse_response(message, index)
             raise invalid(_NOUN, index, "role", "unknown_role",
                           "role must be system, developer, user, assistant, tool or function")
         tokens = message_tokens(message, estimator)
@@ -239,6 +240,19 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
     check_call_pairs(parts, _NOUN, "tool_calls", "tool_call_id",
                      closes=lambda part, _call_index: part.kind != "tool")
     return parts
+
+
+def _refuse_response(message: Mapping[str, Any], index: int) -> None:
+    """A whole response appended where its message belongs is named as such, with the fix."""
+    kind = message.get("object")
+    if kind == "chat.completion" or (kind is None and "choices" in message):
+        raise invalid(_NOUN, index, "", "response_not_message",
+                      "this is a whole ChatCompletion response: append its message, "
+                      "response.choices[0].message, not the response")
+    if kind == "chat.completion.chunk":
+        raise invalid(_NOUN, index, "", "response_not_message",
+                      "this is a stream chunk: append the streamed message once the stream is "
+                      "done (stream.get_final_completion().choices[0].message)")
 
 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:

@@ -329,6 +329,10 @@ def _read(item: Any, index: int) -> _Item:
     if not isinstance(item, Mapping):
         raise invalid(_NOUN, index, "", "item_type", "an item must be an object")
     kind = item.get("type", "message" if "role" in item else None)
+    if kind is None and item.get("object") == "response":
+        raise invalid(_NOUN, index, "", "response_not_item",
+                      "this is a whole Response: add its output items to the input "
+                      "(input += response.output), not the response")
     if kind is None and "id" in item:
         kind = "item_reference"  # the API's own default for an item with only an id
     if not isinstance(kind, str) or not kind:
