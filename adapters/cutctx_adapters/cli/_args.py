@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 import cutctx
 
-from . import _commands
 from ._errors import EXIT_BAD_INPUT
 from ._formats import FORMATS
 from ._io import DEFAULT_MAX_BYTES
@@ -59,6 +59,18 @@ def _index(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a message index, got {text!r}") from None
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name``, imported when it runs: it needs rich, ``--help`` does not."""
+
+    def run(args: argparse.Namespace) -> int:
+        from . import _commands
+
+        command: Callable[[argparse.Namespace], int] = getattr(_commands, name)
+        return command(args)
+
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,13 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect", parents=[source, plan, table], help="show the planned compaction",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Plan a compaction and show, per turn, its tokens and planned action.")
-    inspect.set_defaults(run=_commands.inspect)
+    inspect.set_defaults(run=_command("inspect"), command="inspect")
 
     count = commands.add_parser(
         "count", parents=[source, table], help="per-message and total tokens",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Estimated tokens per turn and for the whole request.")
-    count.set_defaults(run=_commands.count)
+    count.set_defaults(run=_command("count"), command="count")
 
     compact = commands.add_parser(
         "compact", parents=[source, plan], help="write the compacted history",
@@ -131,5 +143,5 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--summarizer", default="offline", metavar="SPEC",
                          help="offline (default: deterministic, no model), openai:MODEL or "
                               "anthropic:MODEL (uses the SDK's environment for keys)")
-    compact.set_defaults(run=_commands.compact)
+    compact.set_defaults(run=_command("compact"), command="compact")
     return parser

@@ -17,6 +17,7 @@ from ..fulfil import Summarizer
 from ._errors import EXIT_OK, EXIT_UNMET
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
+from ._progress import done
 from ._render import InspectView, make_console, render_count, render_inspect
 from ._rows import plan_rows, turn_rows
 from ._visible import visible
@@ -181,6 +182,7 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
 
 
 def _print_json(data: Any, *, stderr: bool = False) -> None:
+    done()  # the progress spinner ends before the results print
     stream = sys.stderr if stderr else sys.stdout
     stream.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     stream.flush()
