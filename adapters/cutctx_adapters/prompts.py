@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 DEFAULT_PROMPT_ID = "cutctx/summary@1"
+"""The built-in summary prompt, used unless a summarizer names another."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,7 @@ _DEFAULT = SummaryPrompt(
 )
 
 DEFAULT_PROMPTS: Mapping[str, SummaryPrompt] = {DEFAULT_PROMPT_ID: _DEFAULT}
+"""The prompts every ``PromptRegistry`` starts with, by id."""
 
 
 class PromptRegistry(Mapping[str, SummaryPrompt]):

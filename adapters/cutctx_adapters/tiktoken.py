@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 DEFAULT_ENCODING = "o200k_base"
+"""The encoding used when neither a model nor an encoding is given."""
 DEFAULT_CACHE_SIZE = 65536
+"""Texts whose counts an estimator remembers (an LRU)."""
 
 
 class UnknownModelWarning(UserWarning):

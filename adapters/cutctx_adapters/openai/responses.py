@@ -72,6 +72,7 @@ Rendered: TypeAlias = tuple[str | None, str | list[dict[str, Any]]]
 """``(instructions, input)``, ready for ``client.responses.create``."""
 
 INSTRUCTIONS_TURN_ID = "instructions"
+"""The turn id of the request's ``instructions`` (a SYSTEM turn)."""
 DEFAULT_MODEL = "gpt-5"
 """The model counts are for when a call names none (``result.model`` says so)."""
 _NOUN = "item"

@@ -13,6 +13,9 @@ from .._results import short_tokens
 __all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
+"""What a call did: nothing needed (``unchanged``); the kept view sent again (``reused``) or
+with the new items (``appended``); a first or a later compaction (``compacted``,
+``recompacted``); or nothing could be done here (``not_possible``: a server-held history)."""
 NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
 """Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
 
