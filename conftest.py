@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,49 +20,55 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 if TYPE_CHECKING:
     from cutctx_adapters.tiktoken import TiktokenEstimator
 
-# --- tiktoken: BPE files for running offline ------------------------------------------------
-# /work/shared/tiktoken (beside the repo) holds the files; tiktoken finds a downloaded file in
-# TIKTOKEN_CACHE_DIR under the sha1 of its download URL (names from that folder's README).
+# --- tiktoken: its BPE files, downloaded by tiktoken itself or found in its cache -----------
+# tiktoken caches a downloaded file in TIKTOKEN_CACHE_DIR (else DATA_GYM_CACHE_DIR, else
+# <tmp>/data-gym-cache) under the sha1 of its download URL. Offline (CI), point
+# TIKTOKEN_CACHE_DIR at a folder holding the files under these names (.ci/run does).
 
-SHARED_TIKTOKEN_DIR = Path(__file__).resolve().parent.parent / "shared" / "tiktoken"
 TIKTOKEN_CACHE_NAMES = {
     "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
     "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
 }
+TIKTOKEN_UNAVAILABLE = ("tiktoken could not download its BPE files (o200k_base, cl100k_base) "
+                        "into {cache} ({cause}): to run these tests offline, set "
+                        "TIKTOKEN_CACHE_DIR to a folder holding them (README, 'Running offline')")
 
 
-def _tiktoken_default_cache_dir() -> Path:
+def _tiktoken_cache_dir() -> Path | None:
+    """The folder tiktoken caches its files in; None when caching is turned off (set to "")."""
     for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if os.environ.get(variable):
-            return Path(os.environ[variable])
+        if variable in os.environ:
+            return Path(os.environ[variable]) if os.environ[variable] else None
     return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 @pytest.fixture(scope="session")
 def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A TIKTOKEN_CACHE_DIR holding o200k_base and cl100k_base, set for the rest of the session."""
-    sources = {name: SHARED_TIKTOKEN_DIR / f"{name}.tiktoken" for name in TIKTOKEN_CACHE_NAMES}
-    if all(source.is_file() for source in sources.values()):
-        cache = tmp_path_factory.mktemp("tiktoken-cache")
-        for name, source in sources.items():
-            shutil.copyfile(source, cache / TIKTOKEN_CACHE_NAMES[name])
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    """tiktoken's cache folder holding o200k_base and cl100k_base, set as TIKTOKEN_CACHE_DIR for
+    the session (so tiktoken reports a folder it cannot write instead of skipping it). tiktoken
+    downloads what is missing; the tests skip (TIKTOKEN_UNAVAILABLE) only when that fails."""
+    from cutctx_adapters.errors import TokenizerUnavailable
+    from cutctx_adapters.tiktoken import load_encoding
+
+    cache = _tiktoken_cache_dir() or tmp_path_factory.mktemp("tiktoken-cache")
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    try:
         try:
-            yield cache
-        finally:
-            if previous is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
-        return
-    existing = _tiktoken_default_cache_dir()
-    if not all((existing / file_name).is_file() for file_name in TIKTOKEN_CACHE_NAMES.values()):
-        pytest.skip(
-            f"tiktoken BPE files unavailable offline: neither {SHARED_TIKTOKEN_DIR} nor a cached "
-            f"o200k_base/cl100k_base in {existing}"
-        )
-    yield existing
+            for name in TIKTOKEN_CACHE_NAMES:
+                load_encoding(name)
+        except TokenizerUnavailable as exc:
+            cause = type(exc.__cause__ or exc).__name__
+            pytest.skip(TIKTOKEN_UNAVAILABLE.format(cache=cache, cause=cause))
+        missing = [name for name, file_name in TIKTOKEN_CACHE_NAMES.items()
+                   if not (cache / file_name).is_file()]
+        assert not missing, f"{missing} loaded before this fixture, from another cache than {cache}"
+        yield cache
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 @pytest.fixture

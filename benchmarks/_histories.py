@@ -1,8 +1,10 @@
 """Shared pieces of the benchmarks: the long agent session, offline tiktoken, a summarizer.
 
 The long session is every shared SWE-agent run (``../shared/histories/openai-chat``, read in
-place, never copied) one after another behind ONE system prompt: each run's own system message
-is dropped, its user/assistant/tool messages kept, and its tool-call ids made unique per run.
+place, never copied: third-party text kept outside the repository; ``CUTCTX_SHARED`` names
+another ``shared`` folder) one after another behind ONE system prompt: each run's own system
+message is dropped, its user/assistant/tool messages kept, and its tool-call ids made unique per
+run. A benchmark that needs the runs stops, saying so, when they are not there.
 """
 
 from __future__ import annotations
@@ -38,21 +40,21 @@ _TIKTOKEN_FILES = {  # file in ../shared/tiktoken -> the name tiktoken caches it
 }
 
 
-def seed_tiktoken() -> Path:
+def seed_tiktoken() -> Path | None:
     """Point ``TIKTOKEN_CACHE_DIR`` at a temporary copy of the shared BPE files (offline use).
 
     Call before the first encoding is loaded. A cache directory already set and holding the
-    files is left as it is.
+    files is left as it is; without the shared files, tiktoken uses its own cache (and network).
     """
     current = os.environ.get("TIKTOKEN_CACHE_DIR")
     if current and all((Path(current) / name).is_file() for name in _TIKTOKEN_FILES.values()):
         return Path(current)
+    sources = {SHARED / "tiktoken" / source: name for source, name in _TIKTOKEN_FILES.items()}
+    if not all(source.is_file() for source in sources):
+        return None
     cache = Path(tempfile.mkdtemp(prefix="cutctx-tiktoken-"))
-    for source, name in _TIKTOKEN_FILES.items():
-        path = SHARED / "tiktoken" / source
-        if not path.is_file():
-            raise SystemExit(f"missing {path}: the benchmarks need the shared tiktoken files")
-        shutil.copyfile(path, cache / name)
+    for source, name in sources.items():
+        shutil.copyfile(source, cache / name)
     os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     return cache
 
@@ -60,7 +62,9 @@ def seed_tiktoken() -> Path:
 def _runs() -> list[tuple[str, list[dict[str, Any]]]]:
     files = sorted(HISTORIES.glob("swe-agent-*.json"))
     if not files:
-        raise SystemExit(f"no SWE-agent histories in {HISTORIES}")
+        raise SystemExit(f"this benchmark reads the SWE-agent runs (third-party text, not in the "
+                         f"repository) from ../shared/histories/openai-chat: none in {HISTORIES} "
+                         f"(put the shared folder beside the repository, or set CUTCTX_SHARED)")
     return [(path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in files]
 
 

@@ -4,15 +4,22 @@ A policy ``decide``s a ``CompactionPlan``; the caller fulfils its summarization 
 ``CompactionExecutor`` applies it. Standard library only: no I/O, clock, randomness or logging.
 """
 
-from ._clipping import clip_text
+from ._clipping import clip_text, plan_clip
 from ._replaced import (
+    ATOMS_KEY,
     CONTENT_KEY,
+    EXCERPT_KEY,
     KIND_KEY,
+    MARKER_KEY,
     ORIGINAL_SHA256_KEY,
     ORIGINAL_TOKENS_KEY,
+    REF_LABEL_KEY,
+    REFERS_TO_KEY,
+    excerpt_of,
     is_final,
     original_figures,
     replaced_metadata,
+    replaced_text,
 )
 from .errors import (
     BudgetUnsatisfiable,
@@ -40,6 +47,7 @@ from .policies import (
 from .types import (
     EMPTY_METADATA,
     REPLACEMENT_KINDS,
+    REPLACING_ACTIONS,
     SUMMARY_TURN_ID_PREFIX,
     Action,
     CompactedTranscript,
@@ -58,14 +66,20 @@ from .types import (
 __version__ = "0.2.0"
 
 __all__ = [
+    "ATOMS_KEY",
     "CONTENT_KEY",
     "DEFAULT_PLACEHOLDER",
     "EMPTY_METADATA",
+    "EXCERPT_KEY",
     "GROUP_ID_PREFIX",
     "KIND_KEY",
+    "MARKER_KEY",
     "ORIGINAL_SHA256_KEY",
     "ORIGINAL_TOKENS_KEY",
+    "REFERS_TO_KEY",
+    "REF_LABEL_KEY",
     "REPLACEMENT_KINDS",
+    "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
     "BudgetUnsatisfiable",
@@ -99,7 +113,10 @@ __all__ = [
     "__version__",
     "clip_text",
     "default_chain",
+    "excerpt_of",
     "is_final",
     "original_figures",
+    "plan_clip",
     "replaced_metadata",
+    "replaced_text",
 ]

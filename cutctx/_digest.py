@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 
 from .estimator import TokenEstimator
+from .types import Excerpt
 
-__all__ = ["LINE_CHARS", "digest"]
+__all__ = ["LINE_CHARS", "digest", "digest_ranges"]
 
 LINE_CHARS = 200
 _CANDIDATES = 24
+_CLIP_MARKER = "[... cutctx clipped"
+"""A clip's own marker line is never part of a digest of the clipped text."""
 _SALIENT = re.compile(
     r"\b(errors?|exception|traceback|fail(s|ed|ure|ures)?|warn(ing|ings)?|assert(ion)?\w*|"
     r"passed|success(ful)?|results?|total|summary|status|exit code|returned|found)\b",
@@ -31,25 +34,40 @@ def digest(content: str, max_tokens: int, estimator: TokenEstimator) -> str:
     >>> digest("running\\nok\\nERROR E1432: disk full\\ndone", 40, CharRatioEstimator())
     'running\\nERROR E1432: disk full\\ndone'
     """
+    return "\n".join(content[start:end] for start, end in digest_ranges(content, max_tokens,
+                                                                         estimator))
+
+
+def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+    """Where ``digest``'s lines stand in ``content``: each line stripped and cut to
+    ``LINE_CHARS`` characters, as a ``(start, end)`` range, in order."""
     if max_tokens <= 0:
-        return ""
-    lines = [(position, line.strip()[:LINE_CHARS]) for position, line in
-             enumerate(content.split("\n")) if line.strip()]
+        return ()
+    lines: list[tuple[int, int, int]] = []  # (position, start, end) of each non-blank line
+    offset = 0
+    for position, line in enumerate(content.split("\n")):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(_CLIP_MARKER):
+            start = offset + (len(line) - len(line.lstrip()))
+            lines.append((position, start, start + min(len(stripped), LINE_CHARS)))
+        offset += len(line) + 1
     if not lines:
-        return ""
+        return ()
+    text = {entry[0]: content[entry[1]:entry[2]] for entry in lines}
     first, last = lines[0], lines[-1]
-    salient = [entry for entry in lines[1:-1] if _SALIENT.search(entry[1])][:_CANDIDATES]
-    codes = [entry for entry in lines[1:-1] if _CODE.search(entry[1])][:_CANDIDATES]
-    chosen: dict[int, str] = {}
+    salient = [entry for entry in lines[1:-1] if _SALIENT.search(text[entry[0]])][:_CANDIDATES]
+    codes = [entry for entry in lines[1:-1] if _CODE.search(text[entry[0]])][:_CANDIDATES]
+    chosen: dict[int, tuple[int, int]] = {}
     seen: set[str] = set()
     spent = 0
-    for position, line in (first, *salient, *codes, last):
+    for position, start, end in (first, *salient, *codes, last):
+        line = text[position]
         if position in chosen or line in seen:
             continue
         cost = estimator.estimate_tokens(line) + 1
         if spent + cost > max_tokens:
             continue
-        chosen[position] = line
+        chosen[position] = (start, end)
         seen.add(line)
         spent += cost
-    return "\n".join(line for _, line in sorted(chosen.items()))
+    return tuple(chosen[position] for position in sorted(chosen))

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from ._structure import Structure, require_satisfiable, turn_id_set
 from .errors import ValidationError
 from .types import (
+    REPLACING_ACTIONS,
     SUMMARY_TURN_ID_PREFIX,
     Action,
     CompactionBudget,
+    Role,
     SummarizationRequest,
     Transcript,
     TurnAction,
@@ -39,7 +41,7 @@ def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: Compacti
     _check_fields(plan)
     structure = Structure.of(transcript, budget)
     if _passes_all(plan, transcript, structure, budget):
-        require_satisfiable(budget, structure)
+        require_satisfiable(budget, structure, _clipped_savings(plan, transcript, structure))
         return
     # Something is wrong: check rule by rule, in the contract's order, to name the first broken.
     check_rule_by_rule(plan, transcript, budget, structure)
@@ -50,12 +52,13 @@ def check_rule_by_rule(
 ) -> None:
     """The item types, then invariants 0-6 one at a time: raises for the first one broken."""
     _check_items(plan)
-    require_satisfiable(budget, structure)
+    require_satisfiable(budget, structure, _clipped_savings(plan, transcript, structure))
     _check_total(plan.actions, transcript)
     _check_untouchable_kept(plan.actions, structure)
     _check_exchanges(plan.actions, transcript, structure)
     _check_groups(plan.actions, plan.summarization_requests, transcript)
     _check_arithmetic(plan, transcript)
+    _check_excerpts(plan.actions, transcript)
     if plan.budget_unmet != (plan.tokens_after_estimate > budget.max_tokens):
         raise _fail("honest_verdict", "budget_unmet must equal tokens_after > max_tokens",
                     tokens_after_estimate=plan.tokens_after_estimate,
@@ -74,7 +77,7 @@ def _passes_all(
     turns = transcript.turns
     if len(actions) != len(turns):
         return False
-    keep, mask = Action.KEEP, Action.MASK
+    keep, clip = Action.KEEP, Action.CLIP
     after = 0
     groups: dict[str, list[str]] = {}
     for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
@@ -86,12 +89,14 @@ def _passes_all(
         if kind is keep:
             after += turn.token_estimate
             continue
-        if untouchable:
+        replacement = action.replacement
+        if untouchable and (kind is not clip or turn.role is Role.SYSTEM or turn.pinned):
             return False
-        if kind is mask:
-            if action.replacement is None:
+        if kind in REPLACING_ACTIONS:
+            if replacement is None or (replacement.excerpt
+                                       and replacement.excerpt[-1][1] > len(turn.content)):
                 return False
-            after += action.replacement.token_estimate
+            after += replacement.token_estimate
     if structure.shared_exchanges and not _exchanges_whole(actions, structure):
         return False
     if groups or plan.summarization_requests:
@@ -101,6 +106,19 @@ def _passes_all(
     return (plan.tokens_before == transcript.token_estimate()
             and plan.tokens_after_estimate == after
             and plan.budget_unmet == (after > budget.max_tokens))
+
+
+def _clipped_savings(plan: CompactionPlan, transcript: Transcript,
+                     structure: Structure) -> int:
+    """Tokens the plan's clips of untouchable (recent) turns take off them; 0 for a plan that
+    keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
+    saved = 0
+    for action, turn, untouchable in zip(plan.actions, transcript.turns, structure.untouchable,
+                                         strict=False):
+        if (untouchable and action.action is Action.CLIP and action.replacement is not None
+                and action.turn_id == turn.turn_id):
+            saved += max(0, turn.token_estimate - action.replacement.token_estimate)
+    return saved
 
 
 def _exchanges_whole(actions: tuple[TurnAction, ...], structure: Structure) -> bool:
@@ -180,11 +198,14 @@ def _check_total(actions: tuple[TurnAction, ...], transcript: Transcript) -> Non
 def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structure) -> None:
     bad = [
         action.turn_id
-        for action, untouchable in zip(actions, structure.untouchable, strict=True)
+        for action, untouchable, whole in zip(actions, structure.untouchable, structure.whole,
+                                              strict=True)
         if untouchable and action.action is not Action.KEEP
+        and (whole or action.action is not Action.CLIP)
     ]
     if bad:
-        raise _fail("untouchable_kept", "untouchable turns must be KEEP", turn_ids=bad)
+        raise _fail("untouchable_kept", "untouchable turns must be KEEP (a turn protected only "
+                    "for being recent may be CLIP)", turn_ids=bad[:10])
 
 
 def _check_exchanges(
@@ -254,8 +275,17 @@ def _check_arithmetic(plan: CompactionPlan, transcript: Transcript) -> None:
     for action, turn in zip(plan.actions, transcript.turns, strict=True):
         if action.action is Action.KEEP:
             after += turn.token_estimate
-        elif action.action is Action.MASK and action.replacement is not None:
+        elif action.action in REPLACING_ACTIONS and action.replacement is not None:
             after += action.replacement.token_estimate
     if plan.tokens_after_estimate != after:
         raise _fail("arithmetic", "tokens_after_estimate must equal what the plan retains",
                     tokens_after_estimate=plan.tokens_after_estimate, expected=after)
+
+
+def _check_excerpts(actions: tuple[TurnAction, ...], transcript: Transcript) -> None:
+    for action, turn in zip(actions, transcript.turns, strict=True):
+        replacement = action.replacement
+        if replacement is not None and replacement.excerpt \
+                and replacement.excerpt[-1][1] > len(turn.content):
+            raise _fail("excerpt_in_turn", "a replacement's excerpt must lie within its turn's "
+                        "content", turn_id=turn.turn_id)

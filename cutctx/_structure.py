@@ -19,6 +19,10 @@ class Structure:
     """Positions of untouchable turns and of each turn's exchange."""
 
     untouchable: tuple[bool, ...]
+    """Turns no policy may remove: every SYSTEM turn, every pinned turn, the newest ones."""
+    whole: tuple[bool, ...]
+    """The untouchable turns kept exactly as they are (SYSTEM and pinned); a turn protected
+    only for being recent may be clipped (its head and tail kept), never masked or removed."""
     exchange_of: tuple[int, ...]
     """Index into ``exchanges`` for each turn position."""
     exchanges: tuple[tuple[int, ...], ...]
@@ -47,13 +51,16 @@ class Structure:
         first_protected = count - min(protected_recent_turns, count)
         system = Role.SYSTEM
         untouchable: list[bool] = []
+        whole: list[bool] = []
         untouchable_tokens = 0
         by_call_id: dict[str, int] = {}
         members: list[list[int]] = []
         exchange_of: list[int] = []
         for position, turn in enumerate(turns):
-            fixed = turn.role is system or turn.pinned or position >= first_protected
+            kept_as_is = turn.role is system or turn.pinned
+            fixed = kept_as_is or position >= first_protected
             untouchable.append(fixed)
+            whole.append(kept_as_is)
             if fixed:
                 untouchable_tokens += turn.token_estimate
             call_id = turn.tool_call_id
@@ -71,7 +78,8 @@ class Structure:
             if fixed:
                 removable[exchange_of[position]] = False
         exchanges = tuple(tuple(group) for group in members)
-        return cls(tuple(untouchable), tuple(exchange_of), exchanges, tuple(removable),
+        return cls(tuple(untouchable), tuple(whole), tuple(exchange_of), exchanges,
+                   tuple(removable),
                    tuple(group for group in exchanges if len(group) > 1), untouchable_tokens)
 
     def removable(self, position: int) -> bool:
@@ -79,9 +87,11 @@ class Structure:
         return self.removable_exchange[self.exchange_of[position]]
 
 
-def require_satisfiable(budget: CompactionBudget, structure: Structure) -> None:
-    """Raise ``BudgetUnsatisfiable`` if the untouchable turns alone exceed the budget."""
-    tokens = structure.untouchable_tokens
+def require_satisfiable(budget: CompactionBudget, structure: Structure,
+                        saved: int = 0) -> None:
+    """Raise ``BudgetUnsatisfiable`` if the untouchable turns alone exceed the budget
+    (``saved``: tokens a plan's clips of recent turns take off them)."""
+    tokens = structure.untouchable_tokens - saved
     if tokens > budget.max_tokens:
         raise BudgetUnsatisfiable(
             f"untouchable turns need {tokens} tokens but the budget is {budget.max_tokens}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._replaced import KIND_KEY, replaced_metadata
+from ._replaced import KIND_KEY, replaced_metadata, replaced_text
 from .errors import PlanTranscriptMismatch, SummaryMissing, ValidationError
 from .types import (
     Action,
@@ -15,9 +15,10 @@ from .types import (
     SummarizationRequest,
     Transcript,
     TranscriptTurn,
+    TurnAction,
 )
 
-__all__ = ["CompactionExecutor"]
+__all__ = ["CompactionExecutor", "replaced_turn"]
 
 
 class CompactionExecutor:
@@ -49,31 +50,19 @@ class CompactionExecutor:
         texts = {request.group_id: _summary_text(request, summaries)
                  for request in plan.summarization_requests}
         view: list[TranscriptTurn] = []
-        kept: list[str] = []
-        masked: list[str] = []
-        summarized: list[str] = []
-        dropped: list[str] = []
+        fates: dict[Action, list[str]] = {action: [] for action in Action}
         for turn, action in zip(transcript.turns, plan.actions, strict=True):
             kind = action.action
+            fates[kind].append(turn.turn_id)
             if kind is Action.KEEP:
                 view.append(turn)
-                kept.append(turn.turn_id)
-            elif kind is Action.MASK:
-                assert action.replacement is not None
-                view.append(TranscriptTurn(
-                    turn.turn_id, turn.role, action.replacement.content,
-                    action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
-                    replaced_metadata(turn, action.replacement.kind),
-                ))
-                masked.append(turn.turn_id)
             elif kind is Action.SUMMARIZE:
                 assert action.summary_group is not None
                 request = requests[action.summary_group]
                 if request.turn_ids[0] == turn.turn_id:
                     view.append(_summary_turn(request, texts[request.group_id]))
-                summarized.append(turn.turn_id)
-            else:
-                dropped.append(turn.turn_id)
+            elif kind is not Action.DROP:
+                view.append(replaced_turn(turn, action))
         report = CompactionReport(
             plan_hash=plan.plan_hash(),
             policy_name=plan.policy_name,
@@ -84,13 +73,25 @@ class CompactionExecutor:
             budget_unmet=plan.budget_unmet,
             turns_before=len(transcript.turns),
             turns_after=len(view),
-            kept_turn_ids=tuple(kept),
-            masked_turn_ids=tuple(masked),
-            summarized_turn_ids=tuple(summarized),
-            dropped_turn_ids=tuple(dropped),
+            kept_turn_ids=tuple(fates[Action.KEEP]),
+            masked_turn_ids=tuple(fates[Action.MASK]),
+            summarized_turn_ids=tuple(fates[Action.SUMMARIZE]),
+            dropped_turn_ids=tuple(fates[Action.DROP]),
             summary_turn_ids=tuple(r.summary_turn_id for r in plan.summarization_requests),
+            clipped_turn_ids=tuple(fates[Action.CLIP]),
+            deduplicated_turn_ids=tuple(fates[Action.DEDUPLICATE]),
         )
         return CompactedTranscript(Transcript(tuple(view)), report)
+
+
+def replaced_turn(turn: TranscriptTurn, action: TurnAction) -> TranscriptTurn:
+    """``turn`` kept in place with the body a MASK, CLIP or DEDUPLICATE gives it."""
+    replacement = action.replacement
+    assert replacement is not None
+    return TranscriptTurn(
+        turn.turn_id, turn.role, replaced_text(action.action, turn.content, replacement),
+        replacement.token_estimate, turn.tool_call_id, turn.pinned,
+        replaced_metadata(turn, action.action, replacement))
 
 
 def _require_same_turns(transcript: Transcript, plan: CompactionPlan) -> None:

@@ -20,6 +20,7 @@ from .errors import ValidationError
 __all__ = [
     "EMPTY_METADATA",
     "REPLACEMENT_KINDS",
+    "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
     "CompactedTranscript",
@@ -49,12 +50,22 @@ class Role(str, Enum):
 
 
 class Action(str, Enum):
-    """What a plan does to a turn. KEEP and MASK retain it; DROP and SUMMARIZE remove it."""
+    """What a plan does to a turn, one action per fate.
+
+    KEEP, MASK, CLIP and DEDUPLICATE retain it (the last three with a new body: a stub, its head
+    and tail, a pointer to an identical later result); DROP and SUMMARIZE remove it.
+    """
 
     KEEP = "keep"
     MASK = "mask"
     SUMMARIZE = "summarize"
     DROP = "drop"
+    CLIP = "clip"
+    DEDUPLICATE = "deduplicate"
+
+
+REPLACING_ACTIONS = frozenset({Action.MASK, Action.CLIP, Action.DEDUPLICATE})
+"""The actions that keep a turn in place with a new body (a ``TurnReplacement``)."""
 
 
 def _require_utf8(text: str, field: str, turn_id: str) -> None:
@@ -225,39 +236,75 @@ class CompactionBudget:
 
 
 REPLACEMENT_KINDS = ("masked", "clipped", "deduplicated")
-"""What a replacement is: a stub for the whole result, its head and tail, or a pointer to an
-identical later result. Not part of a plan's JSON (0.1.0 plans hash the same)."""
+"""What a replaced turn is, as its ``cutctx.kind`` metadata says: the kind of each replacing
+action (MASK, CLIP, DEDUPLICATE), in that order."""
+
+Excerpt = tuple[tuple[int, int], ...]
+"""Character ranges ``[start, end)`` of a turn's own content, ascending and not overlapping."""
+
+
+def _checked_excerpt(excerpt: Any) -> Excerpt:
+    if isinstance(excerpt, str | bytes) or not isinstance(excerpt, Iterable):
+        raise ValidationError("replacement.excerpt must be a sequence of (start, end) ranges",
+                              {"field": "replacement.excerpt"})
+    out: list[tuple[int, int]] = []
+    end_before = 0
+    for item in excerpt:
+        pair = tuple(item) if isinstance(item, Iterable) and not isinstance(item, str) else ()
+        if (len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in pair)
+                or not end_before <= pair[0] <= pair[1]):
+            raise ValidationError(
+                "replacement.excerpt must hold ascending, non-overlapping (start, end) ranges "
+                "of ints >= 0", {"field": "replacement.excerpt"})
+        out.append((pair[0], pair[1]))
+        end_before = pair[1]
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
 class TurnReplacement:
-    """The body a MASK puts in place of a turn's content, and what kind of body it is."""
+    """The body a MASK, CLIP or DEDUPLICATE puts in place of a turn's content.
+
+    ``content`` is text cutctx writes (a stub, a clip marker), never the turn's own: what is
+    kept of the turn is named by ``excerpt``, ranges of its content that the executor copies
+    (a digest's lines, a clip's head and tail), so a plan holds decisions, not conversation.
+    """
 
     content: str
     token_estimate: int
-    kind: str = "masked"
+    excerpt: Excerpt = ()
+    refers_to: str | None = None
+    """DEDUPLICATE only: the id of the later turn holding the identical result."""
 
     def __post_init__(self) -> None:
         require_text(self.content, "replacement.content", non_empty=False)
         require_int(self.token_estimate, "replacement.token_estimate")
-        if self.kind not in REPLACEMENT_KINDS:
-            raise ValidationError(f"replacement.kind must be one of {', '.join(REPLACEMENT_KINDS)}",
-                                  {"field": "replacement.kind"})
+        if self.excerpt != ():
+            object.__setattr__(self, "excerpt", _checked_excerpt(self.excerpt))
+        if self.refers_to is not None:
+            require_text(self.refers_to, "replacement.refers_to")
 
     @staticmethod
-    def _checked(content: str, token_estimate: Any, kind: str = "masked") -> TurnReplacement:
-        """A replacement for a stub the engine wrote: only the estimate (which may come from a
-        caller's estimator) needs checking, so the common case skips the field checks."""
+    def _checked(content: str, token_estimate: Any, excerpt: Excerpt = (),
+                 refers_to: str | None = None) -> TurnReplacement:
+        """A replacement the engine wrote: only the estimate (which may come from a caller's
+        estimator) needs checking, so the common case skips the field checks."""
         if type(token_estimate) is not int or token_estimate < 0:
-            return TurnReplacement(content, token_estimate, kind)  # raises, naming the field
+            return TurnReplacement(content, token_estimate, excerpt, refers_to)  # raises
         made = _new_object(TurnReplacement)
         _set_content(made, content)
         _set_token_estimate(made, token_estimate)
-        _set_kind(made, kind)
+        _set_excerpt(made, excerpt)
+        _set_refers_to(made, refers_to)
         return made
 
     def to_dict(self) -> dict[str, Any]:
-        return {"content": self.content, "token_estimate": self.token_estimate}
+        out: dict[str, Any] = {"content": self.content, "token_estimate": self.token_estimate}
+        if self.excerpt:  # absent from 0.1.0's masks, so their plans serialize as before
+            out["excerpt"] = [list(pair) for pair in self.excerpt]
+        if self.refers_to is not None:
+            out["refers_to"] = self.refers_to
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,13 +330,26 @@ class TurnAction:
                                   {"turn_id": self.turn_id, "action": self.action.value})
         if summarize:
             require_text(self.summary_group, "summary_group")
-        mask = self.action is Action.MASK
-        if mask != (self.replacement is not None):
-            raise ValidationError("replacement is set exactly when the action is MASK",
-                                  {"turn_id": self.turn_id, "action": self.action.value})
-        if mask and not isinstance(self.replacement, TurnReplacement):
+        replacing = self.action in REPLACING_ACTIONS
+        if replacing != (self.replacement is not None):
+            raise ValidationError(
+                "replacement is set exactly when the action is MASK, CLIP or DEDUPLICATE",
+                {"turn_id": self.turn_id, "action": self.action.value})
+        if not replacing:
+            return
+        replacement = self.replacement
+        if not isinstance(replacement, TurnReplacement):
             raise ValidationError("replacement must be a TurnReplacement",
                                   {"turn_id": self.turn_id, "field": "replacement"})
+        if self.action is Action.CLIP and len(replacement.excerpt) < 2:
+            raise ValidationError("a CLIP's excerpt holds at least its head and tail ranges",
+                                  {"turn_id": self.turn_id, "field": "replacement.excerpt"})
+        if self.action is Action.DEDUPLICATE and replacement.excerpt:
+            raise ValidationError("a DEDUPLICATE keeps no excerpt",
+                                  {"turn_id": self.turn_id, "field": "replacement.excerpt"})
+        if (self.action is Action.DEDUPLICATE) != (replacement.refers_to is not None):
+            raise ValidationError("refers_to is set exactly when the action is DEDUPLICATE",
+                                  {"turn_id": self.turn_id, "field": "replacement.refers_to"})
 
     @staticmethod
     def _trusted(turn_id: str, action: Action, summary_group: str | None = None,
@@ -316,7 +376,8 @@ class TurnAction:
 _new_object = object.__new__
 _set_content = TurnReplacement.__dict__["content"].__set__
 _set_token_estimate = TurnReplacement.__dict__["token_estimate"].__set__
-_set_kind = TurnReplacement.__dict__["kind"].__set__
+_set_excerpt = TurnReplacement.__dict__["excerpt"].__set__
+_set_refers_to = TurnReplacement.__dict__["refers_to"].__set__
 _set_turn_id = TurnAction.__dict__["turn_id"].__set__
 _set_action = TurnAction.__dict__["action"].__set__
 _set_summary_group = TurnAction.__dict__["summary_group"].__set__
@@ -335,9 +396,10 @@ class SummarizationRequest:
     def __post_init__(self) -> None:
         require_text(self.group_id, "group_id")
         require_text(self.prompt_id, "prompt_id")
-        if isinstance(self.turn_ids, str):
-            raise ValidationError("turn_ids must be a sequence of ids, not a str",
-                                  {"group_id": self.group_id, "field": "turn_ids"})
+        if isinstance(self.turn_ids, str | bytes) or not isinstance(self.turn_ids, Iterable):
+            raise ValidationError(
+                f"turn_ids must be a sequence of ids, got {type(self.turn_ids).__name__}",
+                {"group_id": self.group_id, "field": "turn_ids"})
         turn_ids = tuple(self.turn_ids)
         if not turn_ids:
             raise ValidationError("turn_ids must not be empty", {"group_id": self.group_id})
@@ -423,9 +485,13 @@ def _plan_json(plan: CompactionPlan) -> str:
     actions = []
     for action in plan.actions:
         replacement = action.replacement
-        body = "null" if replacement is None else (
-            f'{{"content":{quote(replacement.content)},'
-            f'"token_estimate":{int(replacement.token_estimate)}}}')
+        if replacement is None:
+            body = "null"
+        elif not replacement.excerpt and replacement.refers_to is None:  # 0.1.0's form
+            body = (f'{{"content":{quote(replacement.content)},'
+                    f'"token_estimate":{int(replacement.token_estimate)}}}')
+        else:
+            body = dumps_normalized(replacement.to_dict())
         group = "null" if action.summary_group is None else quote(action.summary_group)
         actions.append(f'{{"action":"{action.action.value}","replacement":{body},'
                        f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
@@ -471,6 +537,9 @@ class CompactionReport:
     summarized_turn_ids: tuple[str, ...]
     dropped_turn_ids: tuple[str, ...]
     summary_turn_ids: tuple[str, ...]
+    clipped_turn_ids: tuple[str, ...] = ()
+    deduplicated_turn_ids: tuple[str, ...] = ()
+    """With kept, masked, summarized and dropped: every input turn in exactly one list."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -488,6 +557,8 @@ class CompactionReport:
             "summarized_turn_ids": list(self.summarized_turn_ids),
             "dropped_turn_ids": list(self.dropped_turn_ids),
             "summary_turn_ids": list(self.summary_turn_ids),
+            "clipped_turn_ids": list(self.clipped_turn_ids),
+            "deduplicated_turn_ids": list(self.deduplicated_turn_ids),
         }
 
 

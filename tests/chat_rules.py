@@ -1,7 +1,7 @@
 """An independent checker of the Chat Completions API's structural rules, for tests.
 
 Written from the API's documented behaviour (and the error texts in
-``../shared/histories/requests/invalid/``), not from ``cutctx_adapters.openai.chat.validate``, so a
+``tests/data/requests/invalid/``), not from ``cutctx_adapters.openai.chat.validate``, so a
 bug shared by the codec and its validator still shows up here. Plain dicts only: run it on what
 would be sent.
 

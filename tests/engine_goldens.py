@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from cutctx import (
@@ -20,12 +19,13 @@ from cutctx import (
     default_chain,
 )
 
-GOLDENS = Path(__file__).resolve().parents[2] / "shared" / "spec" / "goldens" / "engine.jsonl"
+from ._support.data import ENGINE_GOLDENS
+
 PROMPT_ID = "cutctx/summary@1"
 
 
 def load_cases() -> list[dict[str, Any]]:
-    with GOLDENS.open(encoding="utf-8") as handle:
+    with ENGINE_GOLDENS.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 

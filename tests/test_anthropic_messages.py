@@ -30,12 +30,12 @@ from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
 
+from ._support.data import REQUESTS
 from .test_anthropic_properties import assert_sendable, png
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUESTS = ROOT.parent / "shared" / "histories" / "requests"
 CODING_AGENT = ROOT / "examples" / "histories" / "coding_agent.anthropic.json"
 CHARS = CharRatioEstimator()
 BASE_URL = "https://api.anthropic.test"
@@ -112,12 +112,21 @@ def test_turns_of_the_parallel_tools_request() -> None:
 
 
 def test_server_tools_stay_inside_their_assistant_message() -> None:
+    """The server tool's result is a TOOL turn of its own (it can give way like a tool result),
+    travelling with the rest of its message, which renders back as one message."""
     request = load(REQUESTS / "anthropic_server_tools.json")
     conv = messages.to_transcript(request["messages"], estimator=CHARS)
-    assert conv.transcript.turn_ids() == ("m0", "m1", "m2")
-    assert conv.transcript.turns[1].metadata["cutctx.tool"] == "web_search"
-    assert "[server tool call web_search:" in conv.transcript.turns[1].content
-    assert "[search result: Internal events note]" in conv.transcript.turns[2].content
+    turns = conv.transcript.turns
+    assert conv.transcript.turn_ids() == ("m0", "m1.0", "m1.1", "m1.2", "m2")
+    assert [turn.role for turn in turns[1:4]] == [Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert len({turn.tool_call_id for turn in turns[1:4]}) == 1
+    assert turns[1].metadata["cutctx.tool"] == "web_search"
+    assert turns[2].metadata["cutctx.tool"] == "web_search"
+    assert "[server tool call web_search:" in turns[1].content
+    assert turns[2].content == ("Lisbon Marathon 2026 results "
+                                "https://news.example.org/sport/lisbon-marathon-2026")
+    assert "[search result: Internal events note]" in turns[4].content
+    assert conv.render(conv.transcript)[1] == request["messages"]
 
 
 def test_a_user_message_with_results_and_text_splits_and_its_text_is_never_masked() -> None:
@@ -428,8 +437,6 @@ def test_masked_tool_results_keep_id_error_flag_and_marker() -> None:
 @pytest.mark.parametrize("policy_name", ["default", "mask", "drop", "summarize", "chain"])
 def test_compacting_shared_histories_always_gives_sendable_requests(path: Path,
                                                                    policy_name: str) -> None:
-    if not path.exists():
-        pytest.skip(f"{path.name} is not there")
     request = load(path)
     frozen = copy.deepcopy(request)
     policy = {"default": None, "mask": ObservationMaskingPolicy(0), "drop": DropOldestPolicy(),

@@ -27,10 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ._support.data import INVALID_REQUESTS
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples" / "histories").glob("*.json"))
-SHARED_INVALID = sorted(
-    (ROOT.parent / "shared" / "histories" / "requests" / "invalid").glob("*.json"))
+INVALID = sorted(INVALID_REQUESTS.glob("*.json"))
 SCRIPT = Path(sys.executable).parent / "cutctx"
 CHAT = ROOT / "examples" / "histories" / "coding_agent.openai_chat.json"
 RESPONSES = ROOT / "examples" / "histories" / "coding_agent.openai_responses.json"
@@ -95,7 +96,7 @@ def _cases() -> dict[str, tuple[str, ...]]:
         cases[f"count:{name}"] = ("count", file)
         cases[f"compact:{name}"] = ("compact", file, "--budget", "{tight}", "--keep-recent", "2",
                                     "-o", "{tmp}/" + path.name, "--json")
-    for path in SHARED_INVALID:
+    for path in INVALID:
         if not _missing_module(path):
             cases[f"invalid:{path.stem}"] = ("inspect", str(path))
     for name in MALFORMED:
@@ -310,7 +311,7 @@ def test_malformed_file(runs: Runs, name: str) -> None:
 
 def _invalid_ids() -> list[Any]:
     params = []
-    for path in SHARED_INVALID:
+    for path in INVALID:
         reason = _missing_module(path)
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         if path.stem in _UNDETECTABLE:

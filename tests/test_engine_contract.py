@@ -208,7 +208,9 @@ def test_public_names_are_exported() -> None:
 
 def test_enum_values_and_constants() -> None:
     assert [r.value for r in Role] == ["system", "user", "assistant", "tool"]
-    assert [a.value for a in Action] == ["keep", "mask", "summarize", "drop"]
+    # 0.1.0's four actions, in 0.1.0's order, then the two fates 0.2.0 names.
+    assert [a.value for a in Action] == ["keep", "mask", "summarize", "drop", "clip",
+                                         "deduplicate"]
     assert cutctx.DEFAULT_PLACEHOLDER == "[tool result masked by cutctx]"
     assert cutctx.GROUP_ID_PREFIX == "span-"
     assert SUMMARY_TURN_ID_PREFIX == "summary:"
@@ -1074,7 +1076,12 @@ def test_to_dict_key_sets_are_exact() -> None:
         "plan_hash", "policy_name", "policy_version", "tokens_before", "tokens_after_estimate",
         "estimator_ratio", "budget_unmet", "turns_before", "turns_after", "kept_turn_ids",
         "masked_turn_ids", "summarized_turn_ids", "dropped_turn_ids", "summary_turn_ids",
+        "clipped_turn_ids", "deduplicated_turn_ids",  # 0.2.0's two more fates
     }
+    assert set(TurnReplacement("x", 1, ((0, 1),)).to_dict()) == {"content", "token_estimate",
+                                                                 "excerpt"}
+    assert set(TurnReplacement("x", 1, refers_to="t").to_dict()) == {
+        "content", "token_estimate", "refers_to"}
     assert set(view.report.to_dict()) == {f.name for f in dataclasses.fields(CompactionReport)}
 
 

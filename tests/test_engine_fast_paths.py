@@ -102,6 +102,16 @@ def one_pass_passes(case: Case, plan: CompactionPlan) -> bool:
     return _passes_all(plan, case.transcript, structure, case.budget)
 
 
+def _replacement_for(kind: Action, turn_id: str, tokens: int) -> TurnReplacement | None:
+    if kind is Action.MASK:
+        return TurnReplacement("stub", tokens)
+    if kind is Action.CLIP:
+        return TurnReplacement("marker", tokens, ((0, 0), (0, 0)))
+    if kind is Action.DEDUPLICATE:
+        return TurnReplacement("pointer", tokens, refers_to=turn_id)
+    return None
+
+
 @st.composite
 def broken_plans(draw: st.DrawFn) -> tuple[Case, dict[str, Any]] | None:
     """A decided plan's fields with one part changed, the arithmetic sometimes made consistent
@@ -126,8 +136,7 @@ def broken_plans(draw: st.DrawFn) -> tuple[Case, dict[str, Any]] | None:
         actions[position] = TurnAction(
             turn_id, kind,
             summary_group=draw(st.sampled_from(groups)) if kind is Action.SUMMARIZE else None,
-            replacement=TurnReplacement("stub", draw(st.integers(0, 50)))
-            if kind is Action.MASK else None)
+            replacement=_replacement_for(kind, turn_id, draw(st.integers(0, 50))))
     elif change == "remove":
         del actions[position]
     elif change == "duplicate":

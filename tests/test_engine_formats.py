@@ -16,6 +16,7 @@ from cutctx import (
     GROUP_ID_PREFIX,
     Action,
     CompactionBudget,
+    CompactionExecutor,
     CompactionPlan,
     ObservationMaskingPolicy,
     PolicyChain,
@@ -209,8 +210,43 @@ def _every_kind_plan(estimator_ratio: float | None = 4.0) -> CompactionPlan:
 
 def test_canonical_json_of_a_plan_with_every_action_kind() -> None:
     plan = _every_kind_plan()
-    assert {action.action for action in plan.actions} == set(Action)
+    assert {action.action for action in plan.actions} == {Action.KEEP, Action.MASK,
+                                                          Action.SUMMARIZE, Action.DROP}
     assert plan.canonical_json() == EVERY_KIND_JSON
+
+
+def test_canonical_json_of_clips_and_deduplicates_names_ranges_and_ids_not_text() -> None:
+    transcript = Transcript((
+        TranscriptTurn("a", Role.TOOL, "same output", 30),
+        TranscriptTurn("b", Role.TOOL, "line 1\nline 2\nline 3", 40),
+        TranscriptTurn("c", Role.TOOL, "same output", 30),
+    ))
+    plan = CompactionPlan(
+        actions=(
+            TurnAction("a", Action.DEDUPLICATE,
+                       replacement=TurnReplacement("[duplicate]", 5, refers_to="c")),
+            TurnAction("b", Action.CLIP,
+                       replacement=TurnReplacement("[... clipped ...]", 9, ((0, 7), (14, 20)))),
+            TurnAction("c", Action.KEEP),
+        ),
+        tokens_before=100, tokens_after_estimate=44, policy_name="hand_built",
+        policy_version="1.0.0", transcript=transcript, budget=CompactionBudget(50, 1))
+    assert plan.canonical_json() == (
+        '{"actions":[{"action":"deduplicate","replacement":{"content":"[duplicate]",'
+        '"refers_to":"c","token_estimate":5},"summary_group":null,"turn_id":"a"},'
+        '{"action":"clip","replacement":{"content":"[... clipped ...]","excerpt":[[0,7],'
+        '[14,20]],"token_estimate":9},"summary_group":null,"turn_id":"b"},{"action":"keep",'
+        '"replacement":null,"summary_group":null,"turn_id":"c"}],"budget_unmet":false,'
+        '"estimator_ratio":null,"policy_name":"hand_built","policy_version":"1.0.0",'
+        '"summarization_requests":[],"tokens_after_estimate":44,"tokens_before":100}')
+    assert plan.canonical_json() == canonical_json(plan.to_dict())
+    assert "output" not in plan.canonical_json() and "line" not in plan.canonical_json()
+    view = CompactionExecutor().apply(transcript, plan)
+    assert [turn.content for turn in view.transcript.turns] == [
+        "[duplicate]", "line 1\n[... clipped ...]\nline 3", "same output"]
+    assert view.report.deduplicated_turn_ids == ("a",)
+    assert view.report.clipped_turn_ids == ("b",)
+    assert view.report.kept_turn_ids == ("c",)
 
 
 def test_plan_hash_of_a_plan_with_every_action_kind() -> None:

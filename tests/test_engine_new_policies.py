@@ -28,7 +28,7 @@ from cutctx import (
     ValidationError,
     clip_text,
 )
-from cutctx._canonical import sha256_of
+from cutctx._canonical import sha256_text
 from cutctx._clipping import clip_marker
 from cutctx._digest import digest
 from cutctx._replaced import KIND_KEY, ORIGINAL_SHA256_KEY, ORIGINAL_TOKENS_KEY
@@ -69,7 +69,7 @@ def test_clip_keeps_whole_head_and_tail_lines_around_a_marker_naming_the_origina
     head, _marker, tail = text.partition("[... cutctx clipped this tool result: ")
     assert head.startswith("line 0: building module 0\n") and head.endswith("\n")
     assert tail.splitlines()[-1] == "line 399: building module 399"
-    assert f"original: {tokens} tokens, sha256:{sha256_of(LOG)} ...]" in tail
+    assert f"original: {tokens} tokens, sha256:{sha256_text(LOG)} ...]" in tail
     assert all(line.startswith("line ") for line in head.splitlines())  # whole lines only
 
 
@@ -91,7 +91,7 @@ def test_clip_policy_clips_only_results_over_its_cap_and_records_the_original() 
     clipped = {t.turn_id: t for t in view.turns}["r0"]
     assert clipped.metadata[KIND_KEY] == "clipped" and clipped.token_estimate <= 150
     assert clipped.metadata[ORIGINAL_TOKENS_KEY] == str(CHARS.estimate_tokens(LOG))
-    assert clipped.metadata[ORIGINAL_SHA256_KEY] == sha256_of(LOG)
+    assert clipped.metadata[ORIGINAL_SHA256_KEY] == sha256_text(LOG)  # of the UTF-8 bytes
     assert {t.turn_id: t for t in view.turns}["r1"].content == "ok"
 
 
@@ -108,8 +108,8 @@ def test_a_result_identical_to_a_later_one_names_it() -> None:
     view = view_of(transcript, DeduplicateResultsPolicy(), 150)
     by_id = {t.turn_id: t for t in view.turns}
     assert by_id["r0"].content == (
-        f"[duplicate tool result: identical to turn r2; original: 100 tokens, "
-        f"sha256:{sha256_of(same)}]")
+        f"[duplicate tool result: identical to turn r2, later in this conversation; original: "
+        f"100 tokens, sha256:{sha256_text(same)}]")
     assert by_id["r0"].metadata[KIND_KEY] == "deduplicated"
     assert by_id["r2"].content == same  # the later copy is what stays
 
@@ -129,7 +129,7 @@ def test_a_stub_names_the_original_and_keeps_a_digest() -> None:
     stub = {t.turn_id: t for t in view.turns}["r0"].content
     first, *rest = stub.split("\n")
     assert first == (f"[tool result masked by cutctx] (original: "
-                     f"{CHARS.estimate_tokens(output)} tokens, sha256:{sha256_of(output)})")
+                     f"{CHARS.estimate_tokens(output)} tokens, sha256:{sha256_text(output)})")
     assert rest[0] == "collecting tests" and "FAILED test_io.py::test_read - E1432" in rest
 
 
@@ -163,7 +163,7 @@ def test_a_replaced_turn_is_never_replaced_again() -> None:
             assert later.content == earlier.content  # a stub stays the same bytes
         if later.metadata.get(KIND_KEY) in ("masked", "clipped"):
             original = {t.turn_id: t for t in transcript.turns}[later.turn_id]
-            assert sha256_of(original.content) in later.content  # names the real original
+            assert sha256_text(original.content) in later.content  # names the real original
 
 
 # --- user turns last ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ prompt over the budget) is refused, by turn id and size, never by content (issue
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 import pytest
 
 from cutctx import BudgetUnsatisfiable
-from cutctx._canonical import sha256_of
 from cutctx_adapters._pipeline import CompactionResult
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
@@ -33,8 +33,9 @@ def huge(chars: int, tag: str = "") -> str:
 
 
 def sha(text: str) -> str:
-    """The hash a stub or clip marker names: of the content's JSON string form."""
-    return sha256_of(text)
+    """The hash a stub or clip marker names: of the original text's UTF-8 bytes, as a user
+    checking ``sha256(original.encode())`` computes it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 Compact = Callable[..., CompactionResult]

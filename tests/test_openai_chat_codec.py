@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,19 @@ from cutctx import (
 from cutctx_adapters.openai import chat
 
 from . import chat_rules
+from ._support.data import (
+    INVALID_REQUESTS,
+    REQUESTS,
+    SWE_AGENT_SKIP,
+    LoadMessages,
+    load_messages,
+    swe_agent_params,
+    swe_agent_runs,
+)
+from ._support.long_histories import LONG_HISTORIES, long_history_params
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "histories"
 CHARS = CharRatioEstimator()
 MARKER = "SECRET-MARKER-7f3a"
@@ -53,13 +63,6 @@ def result(call_id: str, content: Any = "ok", **extra: Any) -> dict[str, Any]:
 
 def user(content: Any = "hello", **extra: Any) -> dict[str, Any]:
     return {"role": "user", "content": content, **extra}
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    data = json.loads(path.read_text())
-    if isinstance(data, list):
-        return data
-    return data["request"]["messages"] if "request" in data else data["messages"]
 
 
 def sent_by_sdk(messages: list[Any]) -> list[dict[str, Any]]:
@@ -220,17 +223,16 @@ def test_sdk_message_objects_are_never_mutated() -> None:
     assert history[2].tool_calls[0].id == "call_a"
 
 
-# --- lossless over real histories ----------------------------------------------------------
+# --- lossless over agent histories: files, generated sessions, the SWE-agent runs -----------
 
-HISTORY_FILES = sorted((SHARED / "openai-chat").glob("*.json"))
-REQUEST_FILE = SHARED / "requests" / "openai_chat_parallel_tools.json"
-EXAMPLE_FILES = sorted(EXAMPLES.glob("*.openai_chat.json"))
+REQUEST_FILE = REQUESTS / "openai_chat_parallel_tools.json"
+FILES = [pytest.param(partial(load_messages, path), id=path.name)
+         for path in [REQUEST_FILE, *sorted(EXAMPLES.glob("*.openai_chat.json"))]]
 
 
-@pytest.mark.parametrize("path", [*HISTORY_FILES, REQUEST_FILE, *EXAMPLE_FILES],
-                         ids=lambda path: path.name)
-def test_all_keep_is_lossless_on_real_histories(path: Path) -> None:
-    messages = load(path)
+@pytest.mark.parametrize("history", [*FILES, *long_history_params(), *swe_agent_params()])
+def test_all_keep_is_lossless_on_agent_histories(history: LoadMessages) -> None:
+    messages = history()
     original = copy.deepcopy(messages)
     conv = chat.to_transcript(messages, model="gpt-4o")
     assert conv.render(conv.transcript) == original
@@ -238,15 +240,31 @@ def test_all_keep_is_lossless_on_real_histories(path: Path) -> None:
     chat_rules.check(original)
 
 
-def test_shared_histories_are_all_found() -> None:
-    assert len(HISTORY_FILES) >= 20
-    assert REQUEST_FILE.is_file()
+@pytest.mark.skipif(not swe_agent_runs(), reason=SWE_AGENT_SKIP)
+def test_swe_agent_runs_are_all_found() -> None:
+    runs = [load_messages(path) for path in swe_agent_runs()]
+    assert len(runs) >= 20
+    styles = {any(m["role"] == "tool" for m in messages) for messages in runs}
+    assert styles == {True, False}  # function calling, and tool output in user messages
+
+
+def test_generated_histories_are_deterministic_long_and_in_both_styles() -> None:
+    long, huge_newest = set(), set()
+    for history in LONG_HISTORIES:
+        messages = history.messages()
+        assert messages == history.messages()
+        style = any(m["role"] == "tool" for m in messages)  # else outputs are user messages
+        if len(messages) >= 60 and sum(len(m["content"]) for m in messages) >= 90_000:
+            long.add(style)
+        if len(messages[-1]["content"]) >= 20_000:
+            huge_newest.add(style)
+    assert long == huge_newest == {True, False}
 
 
 # --- ids and exchanges ---------------------------------------------------------------------
 
 def test_turn_ids_are_stable_across_calls() -> None:
-    messages = load(REQUEST_FILE)
+    messages = load_messages(REQUEST_FILE)
     first = chat.to_transcript(messages, estimator=CHARS).transcript
     again = chat.to_transcript(copy.deepcopy(messages), model="gpt-4o").transcript
     assert first.turn_ids() == again.turn_ids()
@@ -254,7 +272,7 @@ def test_turn_ids_are_stable_across_calls() -> None:
 
 
 def test_appending_messages_keeps_earlier_ids() -> None:
-    messages = load(REQUEST_FILE)
+    messages = load_messages(REQUEST_FILE)
     longer = [*messages, asks(call("call_new")), result("call_new"), user("more")]
     short = chat.to_transcript(messages, estimator=CHARS).transcript
     long = chat.to_transcript(longer, estimator=CHARS).transcript
@@ -264,7 +282,7 @@ def test_appending_messages_keeps_earlier_ids() -> None:
 
 
 def test_parallel_calls_and_their_results_form_one_exchange() -> None:
-    conv = chat.to_transcript(load(REQUEST_FILE), estimator=CHARS)
+    conv = chat.to_transcript(load_messages(REQUEST_FILE), estimator=CHARS)
     correlation = [turn.tool_call_id for turn in conv.transcript.turns]
     # developer, user, assistant(2 calls), tool, tool, assistant, user, assistant(1), tool, ...
     assert correlation[2] is not None
@@ -280,17 +298,20 @@ def test_legacy_function_call_and_result_form_one_exchange() -> None:
     assert turns[1].tool_call_id is not None and turns[1].tool_call_id == turns[2].tool_call_id
 
 
-def test_reused_call_ids_across_turns_are_accepted_as_separate_exchanges() -> None:
-    messages = load(SHARED / "openai-chat" / "swe-agent-marshmallow-1867-4.json")
+@pytest.mark.parametrize("history", [*long_history_params("function_calling"),
+                                     *swe_agent_params("swe-agent-marshmallow-1867-4")])
+def test_reused_call_ids_across_turns_are_accepted_as_separate_exchanges(
+        history: LoadMessages) -> None:
+    messages = history()
     call_ids = [c["id"] for m in messages for c in m.get("tool_calls") or []]
-    assert len(set(call_ids)) < len(call_ids)  # the file does reuse ids
+    assert len(set(call_ids)) < len(call_ids)  # the history does reuse ids
     chat.validate(messages)
-    conv = chat.to_transcript(messages, estimator=CHARS)
+    turns = chat.to_transcript(messages, estimator=CHARS).transcript.turns
     for index, message in enumerate(messages):
         if message["role"] == "assistant" and message.get("tool_calls"):
-            turns = conv.transcript.turns
-            assert turns[index].tool_call_id == turns[index + 1].tool_call_id
-            others = [t.tool_call_id for i, t in enumerate(turns) if i not in (index, index + 1)]
+            exchange = range(index, index + 1 + len(message["tool_calls"]))  # call, its results
+            assert {turns[i].tool_call_id for i in exchange} == {turns[index].tool_call_id}
+            others = [t.tool_call_id for i, t in enumerate(turns) if i not in exchange]
             assert turns[index].tool_call_id not in others
 
 
@@ -514,9 +535,9 @@ INVALID_FILES = {
 
 @pytest.mark.parametrize("name", sorted(INVALID_FILES))
 def test_invalid_shared_requests_are_rejected(name: str) -> None:
-    path = SHARED / "requests" / "invalid" / name
+    path = INVALID_REQUESTS / name
     assert sorted(p.name for p in path.parent.glob("openai_chat_*.json")) == sorted(INVALID_FILES)
-    messages = load(path)
+    messages = load_messages(path)
     index, rule = INVALID_FILES[name]
     with pytest.raises(ValidationError) as caught:
         chat.validate(messages)
@@ -532,13 +553,11 @@ def test_invalid_summary_role_is_rejected() -> None:
 
 # --- the independent checker itself -------------------------------------------------------
 
-NOT_STRUCTURAL = {"missing_function_name", "arguments_not_a_string"}
+NOT_STRUCTURAL = {"missing_function_name", "arguments_not_a_string"}  # field-level rules
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.parametrize("case", sorted(set(BAD) - NOT_STRUCTURAL))
 def test_chat_rules_flags_structural_cases(case: str) -> None:
-    if case in NOT_STRUCTURAL:
-        pytest.skip("a field-level rule the structural checker does not cover")
     assert chat_rules.violations(BAD[case][0]()), case
 
 

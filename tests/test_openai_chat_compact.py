@@ -6,7 +6,6 @@ import asyncio
 import copy
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +25,10 @@ from cutctx_adapters._policy import choose_policy
 from cutctx_adapters.openai import chat
 
 from . import chat_rules
+from ._support.data import REQUESTS
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
 CHARS = CharRatioEstimator()
 SECRET = "ERROR-TEXT-c0ffee"
 MASK_ONLY = choose_policy(None, None).name  # the chain without a summarizer
@@ -277,9 +276,20 @@ def test_a_compaction_budget_is_the_transcript_allowance() -> None:
 
 
 def test_keep_recent_protects_the_newest_messages() -> None:
-    result = chat.compact(HISTORY, budget=total(HISTORY) // 4, keep_recent=5, keep_task=False)
+    """Protection keeps a message in place and unmasked; a result over its share of the budget
+    keeps its head and tail (issue 31), everything else stays byte for byte."""
+    budget = total(HISTORY) // 4
+    result = chat.compact(HISTORY, budget=budget, keep_recent=5, keep_task=False)
     assert result.messages is not None
-    assert result.messages[-5:] == HISTORY[-5:]
+    for sent, given in zip(result.messages[-5:], HISTORY[-5:], strict=True):
+        if sent == given:
+            continue
+        assert given["role"] == "tool" and sent["tool_call_id"] == given["tool_call_id"]
+        assert "cutctx clipped this tool result" in sent["content"]
+    # Without clips the protected turns do not fit: protection bends and says so.
+    unclipped = chat.compact(HISTORY, budget=budget, keep_recent=5, keep_task=False,
+                             max_result_share=1.0)
+    assert unclipped.protection_relaxed and not unclipped.budget_unmet
 
 
 @pytest.mark.parametrize("budget", [-1, 1.5, "100", True])
@@ -504,7 +514,7 @@ def test_failed_summaries_are_not_cached() -> None:
 # --- a real shared history -----------------------------------------------------------------
 
 def test_parallel_tools_request_compacts_to_a_valid_request() -> None:
-    body = json.loads((SHARED / "requests" / "openai_chat_parallel_tools.json").read_text())
+    body = json.loads((REQUESTS / "openai_chat_parallel_tools.json").read_text())
     request = body["request"]
     messages, tools = request["messages"], request["tools"]
     before = total(messages, model=request["model"], tools=tools)

@@ -6,8 +6,8 @@ order, ids reused across turns, some outputs large), plain assistant turns, lega
 calls, pinned messages. Every policy and budgets from 0 to above the total: the result is a
 CompactionResult or BudgetUnsatisfiable (only when the untouchable turns exceed the budget), the
 output passes the API's rules (``tests/chat_rules.py``) and ``chat.validate``, fits the budget or
-says ``budget_unmet``, and the input is never changed. The shared real histories get the same
-checks with tiktoken.
+says ``budget_unmet``, and the input is never changed. Long agent sessions (generated, and the
+SWE-agent runs when they are beside the repository) get the same checks with tiktoken.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,8 +39,9 @@ from cutctx_adapters._conversion import KIND_KEY
 from cutctx_adapters.openai import chat
 
 from . import chat_rules
+from ._support.data import REQUESTS, LoadMessages, swe_agent_params
+from ._support.long_histories import LONG_HISTORIES, long_history_params
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories"
 CHARS = CharRatioEstimator()
 HEADER = chat.SUMMARY_HEADER
 MASK_PREFIX = "[tool result masked by cutctx]"
@@ -355,8 +355,14 @@ def _same_or_replaced(original: dict[str, Any], message: dict[str, Any],
             or (original["role"] == "user" and kind == "clipped")):
         return False
     rest = {k: v for k, v in message.items() if k != "content"}
+    content = message.get("content")
+    if kind == "clipped" and isinstance(original.get("content"), list):
+        # a body of parts stays parts: its text parts cut, the marker a part of its own
+        content = "\n".join(part["text"] for part in content)
+        return (rest == {k: v for k, v in original.items() if k != "content"}
+                and content.replace("\n", "") == turn.content.replace("\n", ""))
     return (rest == {k: v for k, v in original.items() if k != "content"}
-            and message.get("content") == turn.content)
+            and content == turn.content)
 
 
 @pytest.mark.usefixtures("tiktoken_cache")
@@ -381,39 +387,65 @@ def test_with_tiktoken_output_is_valid_and_fits(scenario: dict[str, Any]) -> Non
             assert_fits_or_says_so(scenario, tight, again, None)
 
 
-# --- the shared real histories, with tiktoken -------------------------------------------
+# --- long agent histories (generated, and the SWE-agent runs) and a request, with tiktoken ----
 
-HISTORY_FILES = sorted((SHARED / "openai-chat").glob("*.json"))
+REQUEST_BODY = json.loads((REQUESTS / "openai_chat_parallel_tools.json").read_text())["request"]
 
 
-def shared_histories() -> list[tuple[str, list[dict[str, Any]], Any]]:
-    out: list[tuple[str, list[dict[str, Any]], Any]] = [
-        (path.name, json.loads(path.read_text()), None) for path in HISTORY_FILES]
-    body = json.loads((SHARED / "requests" / "openai_chat_parallel_tools.json").read_text())
-    out.append(("openai_chat_parallel_tools.json", body["request"]["messages"],
-                body["request"]["tools"]))
-    return out
+def _without_tools(params: list[Any]) -> list[Any]:
+    return [pytest.param(*p.values, None, id=p.id, marks=p.marks) for p in params]
 
 
 @pytest.mark.usefixtures("tiktoken_cache")
+@pytest.mark.parametrize(("history", "tools"), [
+    pytest.param(lambda: copy.deepcopy(REQUEST_BODY["messages"]), REQUEST_BODY["tools"],
+                 id="openai_chat_parallel_tools"),
+    *_without_tools(long_history_params()),
+    *_without_tools(swe_agent_params()),
+])
 @pytest.mark.parametrize("divisor", [2, 4])
 @pytest.mark.parametrize("summarizer", [None, deterministic_summary], ids=["mask_drop", "chain"])
-def test_shared_histories_compact_validly(divisor: int, summarizer: Any) -> None:
-    for name, messages, tools in shared_histories():
-        original = copy.deepcopy(messages)
-        budget = chat.count_tokens(messages, tools=tools) // divisor
-        scenario = {"messages": messages, "tools": tools, "pin": None, "keep_recent": 2}
-        try:
-            result = chat.compact(messages, budget=budget, tools=tools, keep_recent=2,
-                                  summarizer=summarizer)
-        except BudgetUnsatisfiable:
-            assert_unsatisfiable_is_justified(scenario, budget, None)
-            continue
-        finally:
-            assert messages == original, name
-        assert result.messages is not None
-        chat_rules.check(result.messages)
-        chat.validate(result.messages)
-        sent = chat.count_tokens(result.messages, tools=tools)
-        assert result.budget_unmet or sent <= budget, (name, sent, budget)
-        assert result.compacted, name
+def test_agent_histories_compact_validly(history: LoadMessages, tools: Any, divisor: int,
+                                         summarizer: Any) -> None:
+    messages = history()
+    original = copy.deepcopy(messages)
+    budget = chat.count_tokens(messages, tools=tools) // divisor
+    scenario = {"messages": messages, "tools": tools, "pin": None, "keep_recent": 2}
+    try:
+        result = chat.compact(messages, budget=budget, tools=tools, keep_recent=2,
+                              summarizer=summarizer)
+    except BudgetUnsatisfiable:
+        assert_unsatisfiable_is_justified(scenario, budget, None)
+        return
+    finally:
+        assert messages == original
+    assert result.messages is not None
+    chat_rules.check(result.messages)
+    chat.validate(result.messages)
+    sent = chat.count_tokens(result.messages, tools=tools)
+    assert result.budget_unmet or sent <= budget, (sent, budget)
+    assert result.compacted
+
+
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_generated_histories_reach_what_real_sessions_reach() -> None:
+    """Masks, clips (of an old output and of the newest), summaries, drops and relaxed
+    protection all happen above: the generated histories are no easier than the real runs."""
+    seen: set[str] = set()
+    for history in LONG_HISTORIES:
+        messages = history.messages()
+        for divisor, summarizer in ((2, None), (4, None), (4, deterministic_summary)):
+            budget = chat.count_tokens(messages) // divisor
+            try:
+                result = chat.compact(messages, budget=budget, keep_recent=2,
+                                      summarizer=summarizer)
+            except BudgetUnsatisfiable:
+                continue
+            report = result.report
+            newest = f"m{len(messages) - 1}"
+            seen |= {r.kind + (" newest" if r.turn_id == newest else "")
+                     for r in result.replacements}
+            seen |= {name for name, turns in (("summarized", report.summarized_turn_ids),
+                                              ("dropped", report.dropped_turn_ids)) if turns}
+            seen |= {"relaxed"} if result.protection_relaxed else set()
+    assert seen >= {"masked", "clipped", "clipped newest", "summarized", "dropped", "relaxed"}

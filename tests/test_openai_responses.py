@@ -49,9 +49,10 @@ from cutctx_adapters.openai._tokens import (
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
 from cutctx_adapters.tiktoken import TiktokenEstimator
 
+from ._support.data import INVALID_REQUESTS, REQUESTS
+
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "histories" / "requests"
 EXAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "histories"
            / "coding_agent.openai_responses.json")
 BASE_URL = "https://api.openai.test/v1"
@@ -91,12 +92,12 @@ def out(call_id: str, output: Any = "ok", **extra: Any) -> dict[str, Any]:
 
 
 def load_request(name: str) -> dict[str, Any]:
-    return json.loads((SHARED / name).read_text())["request"]  # type: ignore[no-any-return]
+    return json.loads((REQUESTS / name).read_text())["request"]  # type: ignore[no-any-return]
 
 
 REQUEST = load_request("openai_responses_reasoning_tools.json")
 INVALID = {path.name: json.loads(path.read_text())
-           for path in sorted((SHARED / "invalid").glob("openai_responses_*.json"))}
+           for path in sorted(INVALID_REQUESTS.glob("openai_responses_*.json"))}
 
 
 def round_trip(input_items: Any, instructions: str | None = None, **options: Any) -> Any:

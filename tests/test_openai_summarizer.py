@@ -128,7 +128,7 @@ SPAN_BLOCK = re.compile(r'<conversation boundary="([0-9a-f]+)">\n(.*)\n</convers
 
 def test_the_default_prompt_is_what_the_default_chain_names(route: respx.Route) -> None:
     summarizer = OpenAISummarizer(sdk(), model=SUMMARY_MODEL)
-    assert DEFAULT_PROMPT_ID == "cutctx/summary@1"
+    assert DEFAULT_PROMPT_ID == "cutctx/summary@2"
     assert summarizer.prompt_id == DEFAULT_PROMPT_ID
     assert DEFAULT_PROMPT_ID in summarizer.prompts and DEFAULT_PROMPT_ID in PromptRegistry()
     request = only_request(planned(summarizer))
@@ -286,7 +286,7 @@ def test_a_custom_prompt_is_used_when_it_is_the_summarizers_prompt_id(
         f"Brief the {len(request.turn_ids)} turns in {request.target_tokens} tokens.\n\n"
         '<conversation boundary="')
     # The default is still registered beside it.
-    assert set(summarizer.prompts) == {DEFAULT_PROMPT_ID, "acme/brief@2"}
+    assert set(summarizer.prompts) == {"cutctx/summary@1", DEFAULT_PROMPT_ID, "acme/brief@2"}
 
 
 def test_a_callers_prompt_replaces_the_default_under_the_same_id(route: respx.Route) -> None:

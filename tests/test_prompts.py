@@ -52,8 +52,8 @@ def parse_span(span: str) -> tuple[str, list[tuple[str, str]]]:
 
 def test_the_default_prompt_is_registered_and_versioned() -> None:
     registry = PromptRegistry()
-    assert DEFAULT_PROMPT_ID == "cutctx/summary@1"
-    assert list(registry) == [DEFAULT_PROMPT_ID] and len(registry) == 1
+    assert DEFAULT_PROMPT_ID == "cutctx/summary@2"
+    assert list(registry) == ["cutctx/summary@1", DEFAULT_PROMPT_ID]  # @1 stays findable
     assert registry[DEFAULT_PROMPT_ID] is DEFAULT_PROMPTS[DEFAULT_PROMPT_ID]
     assert registry[DEFAULT_PROMPT_ID].prompt_id == DEFAULT_PROMPT_ID
 
@@ -73,14 +73,14 @@ def test_the_default_chain_names_the_default_prompt() -> None:
 def test_custom_prompts_are_added_to_the_defaults(given_as: str) -> None:
     prompts: Any = [CUSTOM] if given_as == "sequence" else {"anything": CUSTOM}
     registry = PromptRegistry(prompts)
-    assert set(registry) == {DEFAULT_PROMPT_ID, CUSTOM.prompt_id}
+    assert set(registry) == {"cutctx/summary@1", DEFAULT_PROMPT_ID, CUSTOM.prompt_id}
     assert registry[CUSTOM.prompt_id] is CUSTOM
 
 
 def test_a_custom_prompt_wins_on_a_shared_id() -> None:
     mine = SummaryPrompt(DEFAULT_PROMPT_ID, system="Mine.", instruction="In {target_tokens}.")
     registry = PromptRegistry([mine])
-    assert registry[DEFAULT_PROMPT_ID] is mine and len(registry) == 1
+    assert registry[DEFAULT_PROMPT_ID] is mine and len(registry) == 2
     assert PromptRegistry()[DEFAULT_PROMPT_ID] is not mine  # the defaults are not changed
 
 
@@ -88,7 +88,7 @@ def test_an_unknown_id_is_a_validation_error() -> None:
     with pytest.raises(ValidationError) as caught:
         PromptRegistry()["team/missing@1"]
     assert caught.value.details["prompt_id"] == "team/missing@1"
-    assert caught.value.details["known"] == [DEFAULT_PROMPT_ID]
+    assert caught.value.details["known"] == ["cutctx/summary@1", DEFAULT_PROMPT_ID]
 
 
 def test_the_registry_behaves_as_a_mapping_for_unknown_ids() -> None:

@@ -28,7 +28,7 @@ from cutctx import (
     TranscriptTurn,
     ValidationError,
 )
-from cutctx._canonical import sha256_of
+from cutctx._canonical import sha256_text
 from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
@@ -126,7 +126,7 @@ def test_stubs_name_originals_and_stay_byte_identical_until_removed(
     run = build(seed, rounds)
     calls = run.calls()
     full = fmt.to_transcript(run.items, run.side, estimator, None, False)
-    originals = {sha256_of(turn.content) for turn in full.transcript.turns}
+    originals = {sha256_text(turn.content) for turn in full.transcript.turns}
     session = make(fmt, summarize, estimator)
     final: dict[str, str] = {}
     clipped: dict[str, str] = {}

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from cutctx import (
+    ATOMS_KEY,
     CONTENT_KEY,
     EMPTY_METADATA,
+    KIND_KEY,
+    ORIGINAL_SHA256_KEY,
+    REF_LABEL_KEY,
     CompactedTranscript,
     Role,
     TokenEstimator,
@@ -26,34 +30,41 @@ from cutctx import (
 
 from ._canonical_key import content_key
 from ._grown import GrownList, GrownMap
+from ._structured import atoms_entry, clipped_payload, layout, original_sha256
 
 __all__ = [
+    "BOUNDARY_KIND",
     "KIND_KEY",
     "REPLACED_KINDS",
     "SUMMARY_HEADER",
     "TOOL_NAME_KEY",
     "Codec",
     "Conversion",
+    "CountText",
     "Growing",
     "Part",
     "PinSpec",
     "check_call_pairs",
     "convert",
     "copy_plain",
+    "covered_turns",
     "extend",
     "invalid",
     "plain_tools",
     "to_plain",
+    "uncovered",
 ]
 
-KIND_KEY = "cutctx.kind"
-"""Metadata key the engine sets on masked and summary turns."""
 REPLACED_KINDS = frozenset({"masked", "clipped", "deduplicated"})
 """Kinds of a turn kept in place with a new body (a stub, a clip): rendered by ``render_masked``."""
 SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 """What every format puts before a summary's text, so a reader (or model) knows what it is."""
 TOOL_NAME_KEY = "cutctx.tool"
 """Metadata key under which a turn records its tool name(s): content-free, for reports."""
+BOUNDARY_KIND = "compaction"
+"""The part kind of a provider's own compaction (an Anthropic ``compaction`` block with content,
+a Responses ``compaction`` item): a SYSTEM turn, kept verbatim where it stands; the latest one
+covers what comes before it (see ``covered_turns``)."""
 
 PinSpec = Sequence[int] | Callable[[Mapping[str, Any], int], bool] | None
 """Messages no policy may touch: their indexes, or a predicate ``(message, index) -> bool``."""
@@ -100,7 +111,9 @@ def plain_tools(tools: Any) -> list[Any] | None:
     if tools is None:
         return None
     if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
-        raise invalid("tool", 0, "tools", "tools_type", "tools must be a list")
+        raise ValidationError(
+            f"tools must be a list of tool definitions, got {type(tools).__name__} "
+            "(field 'tools', rule tools_type)", {"field": "tools", "rule": "tools_type"})
     return [to_plain(tool, where=f"tool {index}", index=index)
             for index, tool in enumerate(tools)]
 
@@ -289,6 +302,31 @@ class Codec(Protocol[Out_co]):
 
     def assemble(self, rendered: list[tuple[Part | None, Any]]) -> Out_co: ...
 
+    def content(self, part: Part) -> Any:
+        """The body as the caller gave it (a string, or a list of text and media parts): what
+        a stub's sha256 names, and what a clip rebuilds around the parts it keeps whole."""
+        ...
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        """The part's payload with its body replaced by ``content``."""
+        ...
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        """A body part's text as the turn's text has it, and the key holding that text in the
+        part (None: not text, so kept whole or not at all)."""
+        ...
+
+    def text_block(self, text: str) -> Any:
+        """A text part of this format holding ``text`` (a clip's marker)."""
+        ...
+
+
+def _kept_by_design(codec: Codec[Any], part: Part) -> bool:
+    """Whether ``codec``'s provider keeps ``part`` before its compaction (Responses: user
+    messages); a codec says so with a ``kept_before_boundary(part)`` method."""
+    keeps = getattr(codec, "kept_before_boundary", None)
+    return callable(keeps) and bool(keeps(part))
+
 
 @dataclass(frozen=True, slots=True)
 class Conversion(Generic[Out]):
@@ -319,7 +357,11 @@ class Conversion(Generic[Out]):
             if part is None:
                 raise ValidationError("the view holds a turn this conversion did not produce",
                                       {"turn_id": turn.turn_id})
-            if kind in REPLACED_KINDS:
+            if kind == "clipped":
+                rebuilt = clipped_payload(self.codec, part, part.text, turn)
+                rendered.append((part, rebuilt if rebuilt is not None
+                                 else self.codec.render_masked(part, turn.content)))
+            elif kind in REPLACED_KINDS:
                 rendered.append((part, self.codec.render_masked(part, turn.content)))
             else:
                 rendered.append((part, copy_plain(part.payload)))
@@ -370,23 +412,65 @@ class Growing(Generic[Out]):
                           self.reading)
 
 
+def covered_turns(conv: Conversion[Any]) -> tuple[str, ...]:
+    """Turn ids the latest provider compaction in ``conv``'s transcript already covers.
+
+    Everything before the latest ``BOUNDARY_KIND`` turn, summaries included, except side turns
+    (``system``, ``instructions``), what the provider keeps by design, and turns whose exchange
+    goes on past the boundary (dropping them would orphan a call or a result). Empty when there
+    is no boundary. These are redundant: the first thing to give way.
+    """
+    turns, parts = conv.transcript.turns, conv.parts
+    boundary = next((position for position in range(len(turns) - 1, -1, -1)
+                     if _is_boundary(parts.get(turns[position].turn_id))), None)
+    if not boundary:
+        return ()
+    after = {turn.tool_call_id for turn in turns[boundary:] if turn.tool_call_id is not None}
+    out: list[str] = []
+    for turn in turns[:boundary]:
+        part = parts.get(turn.turn_id)
+        if part is not None and (part.index < 0 or _kept_by_design(conv.codec, part)):
+            continue
+        if turn.tool_call_id is not None and turn.tool_call_id in after:
+            continue
+        out.append(turn.turn_id)
+    return tuple(out)
+
+
+def _is_boundary(part: Part | None) -> bool:
+    return part is not None and part.kind == BOUNDARY_KIND
+
+
+def uncovered(conv: Conversion[Out], covered: Collection[str]) -> Conversion[Out]:
+    """``conv`` without the turns ``covered`` names (``covered_turns``): what it renders to
+    leaves them out, and a task among them is no longer the task."""
+    if not covered:
+        return conv
+    turns = tuple(turn for turn in conv.transcript.turns if turn.turn_id not in covered)
+    task = None if conv.task_turn_id in covered else conv.task_turn_id
+    return Conversion(Transcript(turns), conv.parts, conv.codec, task, conv.reading)
+
+
 def convert(
     codec: Codec[Out],
     parts: Sequence[Part],
     messages: Sequence[Mapping[str, Any]],
     pin: PinSpec = None,
     keep_task: bool = False,
+    count_text: CountText | None = None,
 ) -> Conversion[Out]:
     """Build the transcript: stable ids, exchanges as correlation ids, pins applied.
 
     ``keep_task`` pins the first user message too: an agent's task, which no compaction should
-    take away.
+    take away. ``count_text`` prices the text of a body made of parts, so what its media cost
+    is known (see ``_structured``).
     """
     pinned = _pinned_indexes(pin, messages, codec.noun)
     task = _task_index(parts) if keep_task else None
     if task is not None:
         pinned.add(task)
-    turns, by_id, task_turn_id = _turns_of(codec, parts, pinned, task, _exchange_ids(parts))
+    turns, by_id, task_turn_id = _turns_of(codec, parts, pinned, task, _exchange_ids(parts),
+                                           count_text)
     return Conversion(Transcript(tuple(turns)), by_id, codec, task_turn_id)
 
 
@@ -398,6 +482,7 @@ def extend(
     keep_task: bool = False,
     reading: Any = None,
     codec: Codec[Out] | None = None,
+    count_text: CountText | None = None,
 ) -> Growing[Out] | None:
     """``previous`` (a conversion of the first messages, ending where no tool call is open)
     continued by ``parts`` (the rest, read with their indexes in the whole list): what
@@ -423,7 +508,7 @@ def extend(
             pinned.add(task)
     known = len(grown.turns)
     turns, by_id, task_turn_id = _turns_of(
-        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known))
+        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known), count_text)
     fresh: set[str] = set()
     for index, turn in enumerate(turns, start=known):
         if turn.turn_id in grown.parts or turn.turn_id in fresh:
@@ -434,7 +519,7 @@ def extend(
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,
-              correlation: Sequence[str | None]
+              correlation: Sequence[str | None], count_text: CountText | None = None
               ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None]:
     """The engine turns of ``parts``, the parts by turn id, and the task's turn id."""
     task_turn_id: str | None = None
@@ -446,13 +531,36 @@ def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: 
             turn_id += f".{part.sub}"
         by_id[turn_id] = part
         metadata: Mapping[str, str] = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
-        if part.role is Role.TOOL:
-            metadata = {**metadata, CONTENT_KEY: content_key(codec.body(part))}
+        if part.role is Role.TOOL or part.role is Role.USER:
+            metadata = _body_metadata(codec, part, metadata, count_text)
         turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
                                     correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:
             task_turn_id = turn_id
     return turns, by_id, task_turn_id
+
+
+CountText = Callable[[str], int]
+"""Counts a text's tokens on the scale of a format's part estimates (its calibration included)."""
+
+
+def _body_metadata(codec: Codec[Any], part: Part, metadata: Mapping[str, str],
+                   count_text: CountText | None) -> Mapping[str, str]:
+    """What the engine is told of a result's or a message's body, content-free: how to tell
+    identical results apart, what a stub's sha256 names, how a model finds a result, and where
+    the parts a clip keeps whole stand (see ``_structured``)."""
+    extra: dict[str, str] = {}
+    if part.role is Role.TOOL:
+        extra[CONTENT_KEY] = content_key(codec.body(part))
+        if part.answers:
+            extra[REF_LABEL_KEY] = f"the result of tool call {part.answers[0].partition(':')[2]}"
+    digest = original_sha256(codec.content(part), part.text)
+    if digest is not None:
+        extra[ORIGINAL_SHA256_KEY] = digest
+    atoms = atoms_entry(layout(codec, part, part.text), part.tokens, part.text, count_text)
+    if atoms is not None:
+        extra[ATOMS_KEY] = atoms
+    return {**metadata, **extra} if extra else metadata
 
 
 def _task_index(parts: Sequence[Part]) -> int | None:

@@ -1,10 +1,12 @@
-"""Protection that bends before it breaks: when the turns that must be kept do not fit.
+"""Protection that bends before it breaks: a plan over the budget is never the last word.
 
-``keep_recent`` is a preference. When the untouchable turns (system, pins, the newest turns)
-alone exceed the budget, the plan is made again protecting fewer recent turns, down to the newest
-one (and what its exchange needs); if that is still too large, the newest turn (a tool result or
-a user message) is clipped to its head and tail, then the task as well (sharing what is left).
-Only when what is left cannot hold even a clip of them is there a refusal, naming turn ids and
+``keep_recent`` and ``keep_recent_results`` are preferences. While the plan is over the budget
+(or the untouchable turns alone do not fit), the adapters try again, each step only if the one
+before did not fit: protecting fewer recent turns, down to the newest one (and what its exchange
+needs); sparing no recent result from masking; clipping the newest turn (a tool result or a user
+message) to what is left; and, last of all, clipping the task too, the two sharing what is left.
+The first plan that fits is taken; if none does, the one closest to the budget, honestly marked
+over. Only when what is left cannot hold even a clip is there a refusal, naming turn ids and
 sizes, never content.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from cutctx import (
+    Action,
     BudgetUnsatisfiable,
     CompactionBudget,
     CompactionPlan,
@@ -22,12 +25,15 @@ from cutctx import (
     TokenEstimator,
     Transcript,
     TranscriptTurn,
-    clip_text,
+    TurnAction,
     is_final,
-    replaced_metadata,
+    plan_clip,
 )
+from cutctx._clipping import Clip, atoms_of
+from cutctx._replaced import text_sha256
+from cutctx.executor import replaced_turn
 
-__all__ = ["Fitted", "decide_fitting"]
+__all__ = ["Fitted", "decide_fitting", "refusal"]
 
 STUB_ALLOWANCE = 64
 """Tokens assumed for a masked tool result that must stay (a stub with its framing)."""
@@ -40,47 +46,118 @@ _MAX_IDS = 10
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
-    """A plan, and what had to give for the history to fit at all."""
+    """A plan over the history, and what had to give for the history to fit at all."""
 
     transcript: Transcript
-    """What was planned over: the history, with the newest result clipped if it had to be."""
     budget: CompactionBudget
     plan: CompactionPlan
     protection_relaxed: int = 0
     """Recent turns no longer protected (0: ``keep_recent`` held)."""
     clipped: tuple[str, ...] = ()
-    """Turns clipped so that what must stay fits (the newest, then the task)."""
+    """Turns clipped as a last resort so that what must stay fits (the newest, then the task)."""
+    results_relaxed: int = 0
+    """Recent tool results no longer spared from masking (0: ``keep_recent_results`` held)."""
+    policy: CompactionPolicy | None = None
+    """The policy that made the plan (a relaxed one, when protection gave way)."""
 
 
 def decide_fitting(policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget,
                    estimator: TokenEstimator, *, strict: bool,
-                   task_turn_id: str | None = None) -> Fitted:
-    """``policy.decide``, relaxing protection (unless ``strict``) when it cannot fit.
+                   task_turn_id: str | None = None,
+                   relaxed: tuple[CompactionPolicy, int] | None = None) -> Fitted:
+    """``policy.decide``, escalating (unless ``strict``) while the plan does not fit.
 
-    As a last resort the newest turn (a tool result or a user message) is clipped, and if that
-    is not enough the task (``task_turn_id``) too, the two sharing what is left.
+    ``relaxed``: the same policy sparing no recent result, and how many it sparing gave up,
+    tried once protection is down to the newest turn. Returns the first plan that fits, else
+    the one with the fewest tokens (``budget_unmet``); raises only when none could be made.
     """
-    try:
-        return Fitted(transcript, budget, policy.decide(transcript, budget))
-    except BudgetUnsatisfiable as unsatisfiable:
-        if strict:
-            raise refusal(transcript, budget) from unsatisfiable
+    best: Fitted | None = None
+    first = True
+    for attempt in _attempts(policy, transcript, budget, estimator, task_turn_id, relaxed):
+        try:
+            fitted = attempt()
+        except BudgetUnsatisfiable as unsatisfiable:
+            if strict and first:
+                raise refusal(transcript, budget) from unsatisfiable
+            first = False
+            continue
+        if not fitted.plan.budget_unmet or strict:
+            return fitted
+        first = False
+        if best is None or fitted.plan.tokens_after_estimate < best.plan.tokens_after_estimate:
+            best = fitted
+    if best is not None:
+        return best
+    raise refusal(transcript, CompactionBudget(budget.max_tokens,
+                                               min(1, budget.protected_recent_turns)))
+
+
+def _attempts(policy: CompactionPolicy, transcript: Transcript, budget: CompactionBudget,
+              estimator: TokenEstimator, task_turn_id: str | None,
+              relaxed: tuple[CompactionPolicy, int] | None) -> Iterator[_Attempt]:
+    """Each way of planning, in the order they give way (see the module docstring)."""
     protected = min(budget.protected_recent_turns, len(transcript.turns))
+    yield _Attempt(policy, transcript, budget, 0)
     for keep in range(protected - 1, 0, -1):
-        relaxed = CompactionBudget(budget.max_tokens, keep)
-        try:
-            return Fitted(transcript, relaxed, policy.decide(transcript, relaxed),
-                          budget.protected_recent_turns - keep)
-        except BudgetUnsatisfiable:
-            continue
+        yield _Attempt(policy, transcript, CompactionBudget(budget.max_tokens, keep),
+                       budget.protected_recent_turns - keep)
     newest = CompactionBudget(budget.max_tokens, min(1, protected))
-    for clipped, ids in _clipped_to_fit(transcript, newest, estimator, task_turn_id):
-        try:
-            return Fitted(clipped, newest, policy.decide(clipped, newest),
-                          budget.protected_recent_turns - newest.protected_recent_turns, ids)
-        except BudgetUnsatisfiable:
-            continue
-    raise refusal(transcript, newest)
+    given_up = budget.protected_recent_turns - newest.protected_recent_turns
+    if relaxed is not None:
+        yield _Attempt(relaxed[0], transcript, newest, given_up, results_relaxed=relaxed[1])
+    last = relaxed[0] if relaxed is not None else policy
+    for clips in _clipped_to_fit(transcript, newest, estimator, task_turn_id):
+        yield _Attempt(last, transcript, newest, given_up, clips,
+                       results_relaxed=0 if relaxed is None else relaxed[1])
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One way of planning: a policy, a budget, and the turns clipped before it plans."""
+
+    policy: CompactionPolicy
+    transcript: Transcript
+    budget: CompactionBudget
+    protection_relaxed: int
+    clips: dict[str, Clip] | None = None
+    results_relaxed: int = 0
+
+    def __call__(self) -> Fitted:
+        if not self.clips:
+            return Fitted(self.transcript, self.budget,
+                          self.policy.decide(self.transcript, self.budget),
+                          self.protection_relaxed, (), self.results_relaxed, self.policy)
+        return Fitted(self.transcript, self.budget, self._with_clips(), self.protection_relaxed,
+                      tuple(self.clips), self.results_relaxed, self.policy)
+
+    def _with_clips(self) -> CompactionPlan:
+        """Plan over the history with the clipped turns in place (still protected), then name
+        the clips in the plan itself: over the real history, each is a CLIP."""
+        assert self.clips is not None
+        clips = self.clips
+        turns = self.transcript.turns
+        actions = {turn.turn_id: TurnAction(turn.turn_id, Action.CLIP,
+                                            replacement=clips[turn.turn_id].replacement())
+                   for turn in turns if turn.turn_id in clips}
+        planning = Transcript(tuple(
+            replaced_turn(turn, actions[turn.turn_id]) if turn.turn_id in actions else turn
+            for turn in turns))
+        planned = self.policy.decide(planning, self.budget)
+        final = tuple(actions[action.turn_id] if action.turn_id in actions
+                      and action.action is Action.KEEP else action
+                      for action in planned.actions)
+        # The task may be clipped only as this last resort: here it is unpinned for the check,
+        # since a pin otherwise means "exactly as given".
+        checked = Transcript(tuple(
+            replace(turn, pinned=False) if turn.turn_id in clips and turn.pinned else turn
+            for turn in turns))
+        return CompactionPlan(
+            actions=final, summarization_requests=planned.summarization_requests,
+            tokens_before=self.transcript.token_estimate(),
+            tokens_after_estimate=planned.tokens_after_estimate,
+            policy_name=planned.policy_name, policy_version=planned.policy_version,
+            estimator_ratio=planned.estimator_ratio, budget_unmet=planned.budget_unmet,
+            transcript=checked, budget=self.budget)
 
 
 def _untouchable(transcript: Transcript, budget: CompactionBudget) -> list[TranscriptTurn]:
@@ -107,9 +184,10 @@ def _clip_candidates(transcript: Transcript, task_turn_id: str | None) -> list[T
 
 
 def _clipped_to_fit(transcript: Transcript, budget: CompactionBudget, estimator: TokenEstimator,
-                    task_turn_id: str | None) -> Iterator[tuple[Transcript, tuple[str, ...]]]:
-    """The transcript with the fewest candidates clipped (see ``_clip_candidates``) so that what
-    must stay fits: the newest alone first, then the newest and the task."""
+                    task_turn_id: str | None) -> Iterator[dict[str, Clip]]:
+    """Clips of the fewest candidates (see ``_clip_candidates``) so that what must stay fits:
+    the newest alone first, then the newest and the task. Each gets all the room the rest
+    leaves (every other removable turn gives way first)."""
     if not transcript.turns or budget.protected_recent_turns < 1:
         return
     candidates = _clip_candidates(transcript, task_turn_id)
@@ -131,14 +209,12 @@ def _clipped_to_fit(transcript: Transcript, budget: CompactionBudget, estimator:
             clipping, untouched = candidates[:count], candidates[count:]
             left = room - sum(turn.token_estimate for turn in untouched)
             clips = _clip_all(clipping, left, estimator, floor)
-            if clips is not None:
-                swap = {turn.turn_id: turn for turn in clips}
-                yield (Transcript(tuple(swap.get(turn.turn_id, turn)
-                                        for turn in transcript.turns)), tuple(swap))
+            if clips:
+                yield clips
 
 
 def _clip_all(turns: list[TranscriptTurn], room: int, estimator: TokenEstimator,
-              floor: int) -> list[TranscriptTurn] | None:
+              floor: int) -> dict[str, Clip] | None:
     """``turns`` sharing ``room`` fairly (the smaller ones whole if they fit their share, the
     rest clipped to equal shares); None if a clip's share is below ``floor`` or holds nothing."""
     shares: dict[str, int] = {}
@@ -147,20 +223,19 @@ def _clip_all(turns: list[TranscriptTurn], room: int, estimator: TokenEstimator,
     for position, turn in enumerate(by_size):
         shares[turn.turn_id] = left // (len(by_size) - position)
         left -= min(shares[turn.turn_id], turn.token_estimate)
-    out: list[TranscriptTurn] = []
+    out: dict[str, Clip] = {}
     for turn in turns:
         share = shares[turn.turn_id]
         if turn.token_estimate <= share:
             continue
         if share < max(1, floor):
             return None
-        clip = clip_text(turn.content, turn.token_estimate, share, estimator,
-                         subject=_CLIP_SUBJECTS[turn.role])
+        clip = plan_clip(turn.content, turn.token_estimate, share, estimator,
+                         original_sha256=text_sha256(turn), subject=_CLIP_SUBJECTS[turn.role],
+                         atoms=atoms_of(turn.metadata, len(turn.content)))
         if clip is None:
             return None
-        text, tokens = clip
-        out.append(replace(turn, content=text, token_estimate=tokens,
-                           metadata=replaced_metadata(turn, "clipped")))
+        out[turn.turn_id] = clip
     return out or None
 
 

@@ -11,12 +11,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cutctx import TokenEstimator
+from cutctx import TokenEstimator, ValidationError
 
 from ._conversion import Conversion, Growing, PinSpec
 from ._estimators import estimator_for
+from ._windows import prompt_budget
 
-__all__ = ["HistoryFormat", "given", "reply_allowance", "server_held"]
+__all__ = ["DEFAULT_RESERVE", "HistoryFormat", "deferral", "deferred_budget", "given",
+           "reply_allowance", "server_held"]
+
+DEFAULT_RESERVE = 4096
+"""Tokens kept for the reply where a request does not say (a session's ``reserve``)."""
 
 
 def given(value: Any) -> Any:
@@ -29,6 +34,27 @@ def server_held(field: str) -> str:
     provider holds: only the new items are sent, so there is nothing here to compact."""
     return (f"the request continues a server-held history ({field}); only the server can "
             "compact it")
+
+
+def deferral(request: Mapping[str, Any], server_compaction: Callable[[Mapping[str, Any]],
+             str | None], defer: bool) -> str | None:
+    """Why a ``compact`` call defers to the provider's compaction (``server_compaction`` of
+    the request fields it was given), or None; ``defer`` is the caller's ``defer_to_server``."""
+    if not isinstance(defer, bool):
+        raise ValidationError("defer_to_server must be True or False",
+                              {"field": "defer_to_server"})
+    return server_compaction(request) if defer else None
+
+
+def deferred_budget(budget: Any, model: str | None, reserve: int = DEFAULT_RESERVE) -> Any:
+    """The budget a ``compact`` call plans for when it defers to the provider's compaction:
+    the model's own prompt budget (its window less ``reserve``) where that is known and larger
+    than the caller's int ``budget``; the caller's budget otherwise."""
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        own = prompt_budget(model, reserve)
+        if own is not None and own > budget:
+            return own
+    return budget
 
 
 def reply_allowance(*keys: str) -> Callable[[Mapping[str, Any]], int | None]:
@@ -81,3 +107,13 @@ class HistoryFormat:
     safety_margin: float = 0.0
     """Share of the prompt budget a session's default trigger leaves free for estimate error:
     0 where counts are exact (Chat Completions), more where they are estimates."""
+    server_compaction: Callable[[Mapping[str, Any]], str | None] = lambda request: None
+    """Why a request leaves compaction to the provider (it turns the server's own compaction
+    on), or None; a session then defers to it (``defer_to_server``)."""
+    boundary_first: bool = False
+    """The provider takes its compaction only as the first block of the conversation
+    (Anthropic): what the latest one covers is never sent, whatever the budget."""
+    check_request: Callable[[Mapping[str, Any], Growing[Any]], None] = (
+        lambda request, conv: None)
+    """Refuse what the provider would refuse about the request as a whole, beyond its history
+    (Anthropic: ``cache_control`` markers on tools count toward the four)."""

@@ -27,8 +27,8 @@ from cutctx import (
     ValidationError,
 )
 
-from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion
-from ._fitting import decide_fitting
+from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
+from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy
 from ._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
 from .errors import SummarizationFailed
@@ -95,11 +95,23 @@ class CompactionResult:
     """Turns masked, clipped or deduplicated, with their sizes before and after."""
     task_turn_id: str | None = None
     """The first user message, kept as the task (``keep_task``), if there is one."""
+    results_relaxed: int = 0
+    """Recent tool results no longer spared from masking so the history could fit."""
+    last_resort: tuple[str, ...] = ()
+    """Turns clipped as a last resort so that what must stay fits (the newest, the task)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out because the provider's latest compaction already covers them."""
+    deferred: str | None = None
+    """Why the history was left to the provider's own compaction (it fit the model's own
+    limit, so nothing but what a compaction covers was taken out); None otherwise."""
 
     @property
     def budget_unmet(self) -> bool:
-        """The plan could not meet the budget, or the rendered request measures over it."""
-        return self.plan.budget_unmet or self.measured_over
+        """The request is over its budget: measured after rendering where it was measured,
+        else as the plan estimated."""
+        if self.measured_tokens is not None and self.prompt_budget is not None:
+            return self.measured_over
+        return self.plan.budget_unmet
 
     @property
     def measured_over(self) -> bool:
@@ -111,7 +123,7 @@ class CompactionResult:
     def compacted(self) -> bool:
         """Whether anything was masked, clipped, summarized or dropped."""
         return (any(action.action is not Action.KEEP for action in self.plan.actions)
-                or bool(self.replacements))
+                or bool(self.replacements) or bool(self.covered))
 
     @property
     def tokens_before(self) -> int:
@@ -177,13 +189,17 @@ def resolve_budget(budget: int | CompactionBudget, overhead: int,
     return CompactionBudget(budget - overhead, max(1, keep_recent))
 
 
+Fit = Callable[[CompactionPolicy, CompactionBudget], Fitted]
+"""Plans a history for a budget with a policy, escalating as ``decide_fitting`` does."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One compaction, planned and waiting for its summaries."""
 
     conversion: Conversion[Any]
-    """The history as planned: its transcript may hold the newest result clipped to fit."""
     budget: CompactionBudget
+    """The budget the plan was made for (protection relaxed, if it had to be)."""
     plan: CompactionPlan
     overhead: int
     result_fields: Callable[[Any], Mapping[str, Any]]
@@ -198,9 +214,19 @@ class Job:
     limit: int | None = None
     """The prompt allowance the rendered request must fit (the budget plus the overhead)."""
     protection_relaxed: int = 0
-    history: Transcript | None = None
-    """The history's own transcript when ``conversion``'s holds turns clipped to fit (so the
-    report counts them as replaced here)."""
+    fit: Fit | None = None
+    """Plans again (tighter, or without summaries) the way this plan was made."""
+    requested: CompactionBudget | None = None
+    """The budget asked for, before any protection gave way."""
+    results_relaxed: int = 0
+    last_resort: tuple[str, ...] = ()
+    """Turns clipped as a last resort (the newest, the task)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out before planning: the provider's latest compaction covers them."""
+    whole: Conversion[Any] | None = None
+    """The history's own conversion, when ``conversion`` leaves out what ``covered`` names."""
+    deferred: str | None = None
+    """Why compaction is left to the provider (see ``CompactionResult.deferred``)."""
 
 
 def start(
@@ -215,24 +241,45 @@ def start(
     options: PolicyOptions | None = None,
     stub_pad: int | None = None,
     measure: Callable[[Any], int] | None = None,
+    drop_covered: bool = False,
+    deferred: str | None = None,
 ) -> Job:
     """Plan a compaction of a converted history (choosing the default policy if none given).
 
     ``stub_pad``: tokens a masked tool turn keeps beyond its stub text (see ``stub_estimator``).
+    What the provider's latest compaction covers gives way first: it is left out before
+    planning when the history is over the budget, or always with ``drop_covered`` (a format
+    that needs its compaction first, or a request ``deferred`` to the provider's compaction).
     """
+    whole = conversion
+    covered = covered_turns(conversion)
+    if covered and (drop_covered or deferred is not None
+                    or conversion.transcript.token_estimate() > budget.max_tokens):
+        conversion = uncovered(conversion, covered)
+    else:
+        covered = ()
     options = options or PolicyOptions()
     stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
     chosen = choose_policy(policy, summarizer, options, stubs)
-    fitted = decide_fitting(chosen, conversion.transcript, budget, stubs, strict=options.strict,
-                            task_turn_id=conversion.task_turn_id)
+    spared = options.keep_recent_results if policy is None else 0
+
+    def fit(chosen: CompactionPolicy, goal: CompactionBudget) -> Fitted:
+        relaxed = None
+        if spared and policy is None:
+            summarizing = summarizer if chosen is not fallback else None
+            relaxed = (choose_policy(None, summarizing, replace(options, keep_recent_results=0),
+                                     stubs), spared)
+        return decide_fitting(chosen, conversion.transcript, goal, stubs,
+                              strict=options.strict, task_turn_id=conversion.task_turn_id,
+                              relaxed=relaxed)
+
     fallback = choose_policy(None, None, options, stubs) if summarizer is not None else None
-    planned = conversion
-    if fitted.transcript is not conversion.transcript:
-        planned = replace(conversion, transcript=fitted.transcript)
-    return Job(planned, fitted.budget, fitted.plan, overhead, result_fields, estimator,
+    fitted = fit(chosen, budget)
+    return Job(conversion, fitted.budget, fitted.plan, overhead, result_fields, estimator,
                options.on_summary_error, fallback, chosen, measure,
-               fitted.budget.max_tokens + overhead, fitted.protection_relaxed,
-               conversion.transcript if fitted.clipped else None)
+               fitted.budget.max_tokens + overhead, fitted.protection_relaxed, fit, budget,
+               fitted.results_relaxed, fitted.clipped, covered,
+               whole if covered else None, deferred)
 
 
 def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...]:
@@ -260,22 +307,28 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
     rendered = job.conversion.render(view)
     measured = None if job.measure is None else job.measure(rendered)
     report = view.report
-    if measured is not None and job.limit is not None and measured > job.limit:
-        report = replace(report, budget_unmet=True)  # never reported as fitting when it is not
+    if measured is not None and job.limit is not None:
+        # Fit is judged on what is sent: the measured request, not the plan's estimate.
+        report = replace(report, budget_unmet=measured > job.limit)
+    replaced = replacements(job.conversion.transcript, view.transcript)
     return CompactionResult(
         plan=job.plan,
         report=report,
         view=view.transcript,
-        conversion=(job.conversion if job.history is None
-                    else replace(job.conversion, transcript=job.history)),
+        conversion=job.whole or job.conversion,
         overhead_tokens=job.overhead,
         summarization_fallback=fallback,
         rendered=rendered,
         measured_tokens=measured,
         prompt_budget=job.limit,
         protection_relaxed=job.protection_relaxed,
-        replacements=replacements(job.history or job.conversion.transcript, view.transcript),
+        replacements=replaced,
+        results_relaxed=job.results_relaxed,
+        last_resort=job.last_resort,
         task_turn_id=job.conversion.task_turn_id,
+        covered=job.covered,
+        deferred=(job.deferred if not replaced and all(
+            action.action is Action.KEEP for action in job.plan.actions) else None),
         **job.result_fields(rendered),
     )
 
@@ -299,17 +352,28 @@ def _check_length(job: Job, request: SummarizationRequest, text: str) -> None:
              "summary_tokens": tokens, "target_tokens": request.target_tokens})
 
 
+def _replanned(job: Job, policy: CompactionPolicy, budget: CompactionBudget) -> Job | None:
+    """The job planned again with ``policy`` for ``budget``, the way it was planned (None if
+    no plan can be made)."""
+    if job.fit is None:
+        return None
+    try:
+        fitted = job.fit(policy, budget)
+    except BudgetUnsatisfiable:
+        return None
+    return replace(job, plan=fitted.plan, budget=fitted.budget, policy=policy,
+                   protection_relaxed=fitted.protection_relaxed,
+                   results_relaxed=fitted.results_relaxed, last_resort=fitted.clipped)
+
+
 def _without_summaries(job: Job) -> Job | None:
     """The job planned again by its policies minus summarizing (None if it has no such)."""
     if job.fallback_policy is None:
         return None
-    try:
-        plan = job.fallback_policy.decide(job.conversion.transcript, job.budget)
-    except BudgetUnsatisfiable:
+    plain = _replanned(job, job.fallback_policy, job.requested or job.budget)
+    if plain is None or plain.plan.summarization_requests:
         return None
-    if plan.summarization_requests:
-        return None
-    return replace(job, plan=plan, policy=job.fallback_policy)
+    return plain
 
 
 _TIGHTENINGS = 3
@@ -327,16 +391,16 @@ def _excess(job: Job, result: CompactionResult) -> int:
 
 
 def _tightened(job: Job, excess: int) -> Job | None:
-    """The same job planned again for a budget smaller by ``excess``, if that is possible."""
-    goal = job.budget.max_tokens - excess
+    """The same job planned again for a budget ``excess`` below what its plan used (not below
+    its budget: a plan may land under its budget, and the measured request still be over)."""
+    goal = min(job.budget.max_tokens, job.plan.tokens_after_estimate) - excess
     if job.policy is None or goal < 0:
         return None
-    budget = CompactionBudget(goal, job.budget.protected_recent_turns)
-    try:
-        plan = job.policy.decide(job.conversion.transcript, budget)
-    except BudgetUnsatisfiable:
+    asked = job.requested or job.budget
+    tighter = _replanned(job, job.policy, CompactionBudget(goal, asked.protected_recent_turns))
+    if tighter is None:
         return None
-    return replace(job, plan=plan, budget=budget)
+    return replace(tighter, limit=job.limit)
 
 
 def _summaries_failed(job: Job, failure: SummarizationFailed) -> Job:

@@ -69,6 +69,7 @@ class PlanningKeywords(TypedDict, total=False):
     max_result_tokens: int | None
     max_result_share: float
     strict: bool
+    defer_to_server: bool
 
 
 class SettingsKeywords(PlanningKeywords, total=False):
@@ -150,6 +151,13 @@ class CompactionSettings:
     a call costs only what it appends, flat in the history's length; an edit made in place to
     an item already read is then NOT seen (replace the item, ``history[i] = {...}``, instead).
     Objects (SDK models) are recognised by identity either way."""
+    defer_to_server: bool = True
+    """When a request turns the provider's own compaction on (Responses ``context_management``
+    compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
+    ``compaction``), leave its history to the server while it fits the model's own limit (the
+    provider's window for the model, ``windows`` if given, never the smaller ``window``):
+    only what the latest compaction covers is left out, and the report says ``deferred``.
+    Over that limit the request is fitted without summaries. False: compact as usual."""
     on_compaction: ReportCallback | None = None
     on_call: ReportCallback | None = None
 
@@ -341,8 +349,9 @@ def _check(settings: CompactionSettings) -> None:
     if settings.check_prefix not in ("identity", "content"):
         raise ValidationError('check_prefix must be "identity" or "content"',
                               {"field": "check_prefix"})
-    if not isinstance(settings.sticky, bool):
-        raise ValidationError("sticky must be True or False", {"field": "sticky"})
+    for name in ("sticky", "defer_to_server"):
+        if not isinstance(getattr(settings, name), bool):
+            raise ValidationError(f"{name} must be True or False", {"field": name})
     pin = settings.pin
     if pin is not None and not callable(pin) and (
             isinstance(pin, str | bytes | Mapping) or not hasattr(pin, "__iter__")):

@@ -1,12 +1,13 @@
-"""What the tool-result policies share: walk tool results oldest first, give each a new body.
+"""What the tool-result policies share: walk tool results, give each a new body.
 
-Deduplicating, clipping and masking differ only in which body a result gets; the walk, the
-running total, the skipped turns (untouchable, already final) and the plan are the same.
+Deduplicating, clipping and masking differ only in which body a result gets and in which order
+results are taken; the walk, the running total, the skipped turns (untouchable, already final)
+and the plan are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .._planning import build_plan, keep_all
 from .._replaced import is_final
@@ -24,10 +25,10 @@ from ..types import (
     TurnReplacement,
 )
 
-__all__ = ["chosen_estimator", "replace_tool_results"]
+__all__ = ["Body", "chosen_estimator", "replace_tool_results", "tool_positions"]
 
-Body = Callable[[int, TranscriptTurn], tuple[str, int] | None]
-"""(position, turn) -> the new body's text and estimate, or None to leave the turn."""
+Body = Callable[[int, TranscriptTurn], TurnReplacement | None]
+"""(position, turn) -> the turn's new body, or None to leave the turn."""
 
 
 def chosen_estimator(estimator: TokenEstimator | None) -> tuple[TokenEstimator, bool]:
@@ -38,44 +39,50 @@ def chosen_estimator(estimator: TokenEstimator | None) -> tuple[TokenEstimator, 
     return (CharRatioEstimator(), True) if estimator is None else (estimator, False)
 
 
+def tool_positions(transcript: Transcript) -> list[int]:
+    """Positions of the TOOL turns, oldest first."""
+    return [p for p, turn in enumerate(transcript.turns) if turn.role is Role.TOOL]
+
+
 def replace_tool_results(
     transcript: Transcript,
     budget: CompactionBudget,
     body: Body,
     *,
-    kind: str,
-    spare_recent: int = 0,
+    action: Action,
+    candidates: Sequence[int] | None = None,
+    recent_too: bool = False,
     may_replace: Callable[[TranscriptTurn], bool] = lambda turn: not is_final(turn),
     policy_name: str,
     policy_version: str,
     estimator: TokenEstimator,
     default_estimator: bool,
 ) -> CompactionPlan:
-    """Over TOOL turns oldest first (the newest ``spare_recent`` spared), while the transcript is
-    over budget: each turn that is not untouchable and ``may_replace`` gets ``body``'s text of
-    ``kind`` when that is estimated strictly smaller."""
+    """Over ``candidates`` (default: TOOL turns oldest first), while the transcript is over
+    budget: each turn that ``may_replace`` and is not untouchable gets ``body``'s replacement
+    under ``action`` when that is estimated strictly smaller. ``recent_too``: a turn protected
+    only for being recent is a candidate as well (a clip keeps its head and tail), and the
+    budget's satisfiability is judged after, counting what those clips saved."""
     structure = Structure.of(transcript, budget)
-    require_satisfiable(budget, structure)
+    if not recent_too:
+        require_satisfiable(budget, structure)
     actions = keep_all(transcript)
     turns = transcript.turns
-    tools = [p for p, turn in enumerate(turns) if turn.role is Role.TOOL]
-    candidates = tools[: len(tools) - spare_recent] if spare_recent else tools
     total = transcript.token_estimate()
     replaced = False
-    for position in candidates:
+    for position in tool_positions(transcript) if candidates is None else candidates:
         if total <= budget.max_tokens:
             break
         turn = turns[position]
-        if structure.untouchable[position] or not may_replace(turn):
+        if structure.untouchable[position] and (structure.whole[position] or not recent_too):
             continue
-        made = body(position, turn)
-        if made is None or made[1] >= turn.token_estimate:
+        if not may_replace(turn):
             continue
-        text, estimate = made
-        replacement = TurnReplacement._checked(text, estimate, kind)
-        actions[position] = TurnAction._trusted(turn.turn_id, Action.MASK,
-                                                replacement=replacement)
-        total -= turn.token_estimate - estimate
+        replacement = body(position, turn)
+        if replacement is None or replacement.token_estimate >= turn.token_estimate:
+            continue
+        actions[position] = TurnAction._trusted(turn.turn_id, action, replacement=replacement)
+        total -= turn.token_estimate - replacement.token_estimate
         replaced = True
     ratio = None
     if replaced and default_estimator and isinstance(estimator, CharRatioEstimator):

@@ -6,10 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._planning import build_plan, keep_all
-from .._replaced import replaced_metadata
-from .._structure import Structure, require_satisfiable
+from .._replaced import REFERS_TO_KEY, is_final, original_figures, source_ranges
+from .._structure import Structure
 from ..errors import ValidationError
+from ..executor import replaced_turn
 from ..types import (
+    REPLACING_ACTIONS,
     Action,
     CompactionBudget,
     CompactionPlan,
@@ -19,9 +21,10 @@ from ..types import (
     Transcript,
     TranscriptTurn,
     TurnAction,
+    TurnReplacement,
 )
 from .drop_oldest import DropOldestPolicy
-from .masking import ObservationMaskingPolicy
+from .masking import DEFAULT_PLACEHOLDER, ObservationMaskingPolicy
 from .summarizing import SummarizingPolicy
 
 __all__ = ["PolicyChain", "default_chain"]
@@ -55,13 +58,8 @@ class _Decisions:
             if kind is Action.KEEP:
                 turns.append(turn)
                 sources.append([position])
-            elif kind is Action.MASK:
-                assert action.replacement is not None
-                turns.append(TranscriptTurn(
-                    turn.turn_id, turn.role, action.replacement.content,
-                    action.replacement.token_estimate, turn.tool_call_id, turn.pinned,
-                    replaced_metadata(turn, action.replacement.kind),
-                ))
+            elif kind in REPLACING_ACTIONS:
+                turns.append(replaced_turn(turn, action))
                 sources.append([position])
             elif kind is Action.SUMMARIZE:
                 group = action.summary_group
@@ -86,10 +84,9 @@ class _Decisions:
         for action, positions in zip(plan.actions, sources, strict=True):
             if action.action is Action.KEEP:
                 continue
-            if action.action is Action.MASK:
-                single = len(positions) == 1
-                if single and self.actions[positions[0]].action is not Action.SUMMARIZE:
-                    self.actions[positions[0]] = action
+            if action.action in REPLACING_ACTIONS:
+                if len(positions) == 1:
+                    self._replace(positions[0], action)
                 continue
             for position in positions:
                 turn_id = self.transcript.turns[position].turn_id
@@ -98,6 +95,45 @@ class _Decisions:
                     continue
                 self.actions[position] = TurnAction._trusted(turn_id, action.action,
                                                     summary_group=action.summary_group)
+
+    def _replace(self, position: int, action: TurnAction) -> None:
+        """A member's new body for a turn of the view. Over a turn already replaced (a clip
+        now masked), the ranges it keeps are taken back to the original's text."""
+        current = self.actions[position]
+        if current.action is Action.SUMMARIZE:
+            return
+        replacement = action.replacement
+        if current.replacement is not None and replacement is not None and replacement.excerpt:
+            turn = self.transcript.turns[position]
+            excerpt = source_ranges(current.action, turn.content, current.replacement,
+                                    replacement.excerpt)
+            action = TurnAction._trusted(action.turn_id, action.action, replacement=(
+                TurnReplacement._checked(replacement.content, replacement.token_estimate,
+                                         excerpt, replacement.refers_to)))
+        self.actions[position] = action
+
+    def repoint(self) -> None:
+        """A deduplicated stub whose later copy the plan does not keep whole (masked, clipped,
+        summarized, dropped) points at nothing: it becomes a mask stub, as its result would
+        have been, so no stub claims a copy the request does not hold."""
+        turns = self.transcript.turns
+        kept = {action.turn_id for action, turn in zip(self.actions, turns, strict=True)
+                if action.action is Action.KEEP and not is_final(turn)}
+        for position, action in enumerate(self.actions):
+            turn = turns[position]
+            if action.action is Action.DEDUPLICATE and action.replacement is not None:
+                target, estimate = action.replacement.refers_to, action.replacement.token_estimate
+            elif action.action is Action.KEEP and REFERS_TO_KEY in turn.metadata:
+                target, estimate = turn.metadata[REFERS_TO_KEY], turn.token_estimate
+            else:
+                continue
+            if target in kept:
+                continue
+            tokens, sha = original_figures(turn, quoted=False)
+            stub = f"{DEFAULT_PLACEHOLDER} (original: {tokens} tokens, sha256:{sha})"
+            # A mask stub is shorter than the pointer it replaces: its estimate bounds it.
+            self.actions[position] = TurnAction._trusted(
+                turn.turn_id, Action.MASK, replacement=TurnReplacement._checked(stub, estimate))
 
     def escalate(self, structure: Structure) -> None:
         """Remove whole any exchange left half-removed: DROP wins, else the earliest group."""
@@ -155,8 +191,10 @@ class PolicyChain:
         self.name = "chain(" + "+".join(f"{p.name}@{p.version}" for p in members) + ")"
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        # Unsatisfiable budgets are refused by the first member (every built-in one checks
+        # before it does any work) or, at the latest, by the plan's own validation; a member
+        # that clips recent turns may make a budget satisfiable that was not.
         structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
         state = _Decisions(transcript, keep_all(transcript))
         projected_total = transcript.token_estimate()
         ratio: float | None = None
@@ -170,6 +208,7 @@ class PolicyChain:
             state.absorb(plan, sources)
             projected_total = plan.tokens_after_estimate
         state.escalate(structure)
+        state.repoint()
         return build_plan(transcript, budget, state.actions, state.final_requests(),
                           policy_name=self.name, policy_version=self.version,
                           estimator_ratio=ratio)

@@ -5,20 +5,30 @@ from __future__ import annotations
 import math
 
 from .._checks import require_int
-from .._clipping import clip_text
+from .._clipping import atoms_of, plan_clip
+from .._replaced import text_sha256
 from .._structure import require_inputs
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
-from ..types import CompactionBudget, CompactionPlan, Transcript, TranscriptTurn
-from ._replacing import chosen_estimator, replace_tool_results
+from ..types import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    Transcript,
+    TranscriptTurn,
+    TurnReplacement,
+)
+from ._replacing import chosen_estimator, replace_tool_results, tool_positions
 
 __all__ = ["ToolResultClipPolicy"]
 
 
 class ToolResultClipPolicy:
-    """Tool results over a cap keep their head and tail around a marker; oldest first, while
-    over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the budget,
-    whichever is smaller (at least one must be set).
+    """Tool results over a cap keep their head and tail around a marker; the largest first,
+    while over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the
+    budget, whichever is smaller (at least one must be set). A result protected only for being
+    recent is clipped too: protection keeps a result's head and tail, not its whole size, so
+    one huge new result gives way before anything older does.
 
     >>> ToolResultClipPolicy(2_000).cap(CompactionBudget(100_000))
     2000
@@ -55,15 +65,19 @@ class ToolResultClipPolicy:
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         require_inputs(transcript, budget)
         cap = self.cap(budget)
+        turns = transcript.turns
+        over = [p for p in tool_positions(transcript) if turns[p].token_estimate > cap]
+        over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
 
-        def body(_position: int, turn: TranscriptTurn) -> tuple[str, int] | None:
-            if turn.token_estimate <= cap:
-                return None
-            return clip_text(turn.content, turn.token_estimate, cap, self.estimator)
+        def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
+            clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
+                             original_sha256=text_sha256(turn),
+                             atoms=atoms_of(turn.metadata, len(turn.content)))
+            return None if clip is None else clip.replacement()
 
         return replace_tool_results(
-            transcript, budget, body, kind="clipped", policy_name=self.name,
-            policy_version=self.version, estimator=self.estimator,
+            transcript, budget, body, action=Action.CLIP, candidates=over, recent_too=True,
+            policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 
     def __repr__(self) -> str:

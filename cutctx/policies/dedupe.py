@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from .._canonical import sha256_of
-from .._replaced import CONTENT_KEY, is_final
+from .._replaced import CONTENT_KEY, REF_LABEL_KEY, is_final, original_figures
 from .._structure import require_inputs
 from ..estimator import TokenEstimator
-from ..types import CompactionBudget, CompactionPlan, Role, Transcript, TranscriptTurn
+from ..types import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    Role,
+    Transcript,
+    TranscriptTurn,
+    TurnReplacement,
+)
 from ._replacing import chosen_estimator, replace_tool_results
 
 __all__ = ["DeduplicateResultsPolicy"]
@@ -20,8 +27,9 @@ def _identity(turn: TranscriptTurn) -> str:
 
 
 class DeduplicateResultsPolicy:
-    """A tool result identical to a later one becomes a short stub naming that later turn;
-    oldest first, while over budget. Nothing is lost: the later copy stays in the view.
+    """A tool result identical to a later one becomes a short stub naming that later result;
+    oldest first, while over budget. Nothing is lost: the later copy stays in the view, whole
+    (a chain turns the stub into a mask stub if a later member takes the copy away).
 
     >>> DeduplicateResultsPolicy().name
     'deduplicate_tool_results'
@@ -34,10 +42,16 @@ class DeduplicateResultsPolicy:
         self.estimator, self._default_estimator = chosen_estimator(estimator)
 
     @staticmethod
-    def stub_for(turn: TranscriptTurn, later_id: str) -> str:
-        """The text that replaces a result identical to the one in turn ``later_id``."""
-        return (f"[duplicate tool result: identical to turn {later_id}; original: "
-                f"{turn.token_estimate} tokens, sha256:{sha256_of(turn.content)}]")
+    def stub_for(turn: TranscriptTurn, later: TranscriptTurn | str) -> str:
+        """The text that replaces a result identical to ``later``: named as a model can find
+        it (``cutctx.ref``, set by the adapters: its tool call), else by turn id."""
+        if isinstance(later, str):
+            label = f"turn {later}"
+        else:
+            label = later.metadata.get(REF_LABEL_KEY) or f"turn {later.turn_id}"
+        tokens, sha = original_figures(turn, quoted=False)
+        return (f"[duplicate tool result: identical to {label}, later in this conversation; "
+                f"original: {tokens} tokens, sha256:{sha}]")
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         require_inputs(transcript, budget)
@@ -47,15 +61,16 @@ class DeduplicateResultsPolicy:
             if turn.role is Role.TOOL and not is_final(turn):
                 latest[_identity(turn)] = position
 
-        def body(position: int, turn: TranscriptTurn) -> tuple[str, int] | None:
+        def body(position: int, turn: TranscriptTurn) -> TurnReplacement | None:
             later = latest.get(_identity(turn), position)
             if later <= position:
                 return None
-            stub = self.stub_for(turn, turns[later].turn_id)
-            return stub, self.estimator.estimate_tokens(stub)
+            stub = self.stub_for(turn, turns[later])
+            return TurnReplacement._checked(stub, self.estimator.estimate_tokens(stub),
+                                            refers_to=turns[later].turn_id)
 
         return replace_tool_results(
-            transcript, budget, body, kind="deduplicated", policy_name=self.name,
+            transcript, budget, body, action=Action.DEDUPLICATE, policy_name=self.name,
             policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 

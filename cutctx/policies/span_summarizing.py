@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._checks import require_int, require_ratio, require_text
 from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable, turn_id_set
@@ -21,6 +23,21 @@ from .summarizing import group_id_for, summary_spans
 __all__ = ["SpanSummarizingPolicy"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """One span to summarize: its positions, size, ids, group and the summary's size."""
+
+    positions: tuple[int, ...]
+    tokens: int
+    turn_ids: tuple[str, ...]
+    group_id: str
+    target: int
+
+
+def _saved(folds: list[_Fold]) -> int:
+    return sum(fold.tokens - fold.target for fold in folds)
+
+
 class SpanSummarizingPolicy:
     """Folds only as much of the oldest removable history as the budget needs.
 
@@ -30,7 +47,9 @@ class SpanSummarizingPolicy:
     whole and the next one continues (one request each). When every span folded at
     ``target_ratio`` is still not enough, the summaries are asked to be shorter (at least
     ``min_target_tokens``) rather than leave the rest to a drop. With ``user_turns_last``, user
-    turns are never folded: a span passes over them and they stay, verbatim, after its summary.
+    turns are folded last: a span passes over them (they stay, verbatim, after its summary)
+    unless that cannot reach the goal, when the spans take them in too — a summary that keeps
+    a user's requirements loses less than dropping them.
 
     >>> SpanSummarizingPolicy("cutctx/summary@1").name
     'span_summarizing'
@@ -57,19 +76,43 @@ class SpanSummarizingPolicy:
         structure = Structure.of(transcript, budget)
         require_satisfiable(budget, structure)
         actions = keep_all(transcript)
-        requests: list[SummarizationRequest] = []
         turns = transcript.turns
         need = transcript.token_estimate() - budget.max_tokens
+        folds: list[_Fold] = []
+        if need > 0:
+            folds = self._folds(structure, transcript, need, self.user_turns_last)
+            if self.user_turns_last and _saved(folds) < need:
+                # Passing over user turns cannot reach the goal: a summary that takes them in
+                # (the prompt keeps their requirements verbatim) loses less than a drop.
+                wider = self._folds(structure, transcript, need, False)
+                if _saved(wider) > _saved(folds):
+                    folds = wider
+        requests: list[SummarizationRequest] = []
+        for fold in folds:
+            for position in fold.positions:
+                actions[position] = TurnAction._trusted(turns[position].turn_id,
+                                                        Action.SUMMARIZE,
+                                                        summary_group=fold.group_id)
+            requests.append(SummarizationRequest(fold.group_id, fold.turn_ids, fold.target,
+                                                 self.prompt_id))
+        return build_plan(transcript, budget, actions, requests, policy_name=self.name,
+                          policy_version=self.version)
+
+    def _folds(self, structure: Structure, transcript: Transcript, need: int,
+               users_last: bool) -> list[_Fold]:
+        """The spans to fold (oldest first, just enough) and their summaries' sizes."""
+        turns = transcript.turns
         passed_over = None
-        if self.user_turns_last:
+        if users_last:
             def passed_over(position: int) -> bool:
                 return turns[position].role is Role.USER
         taken_ids = turn_id_set(transcript)
-        folds: list[tuple[list[int], int, tuple[str, ...], str]] = []
-        for span in summary_spans(structure, passed_over) if need > 0 else ():
-            if need <= 0:
+        chosen_spans: list[tuple[list[int], int, tuple[str, ...], str]] = []
+        left = need
+        for span in summary_spans(structure, passed_over):
+            if left <= 0:
                 break
-            chosen = self._just_enough(span, structure, transcript, need)
+            chosen = self._just_enough(span, structure, transcript, left)
             if chosen is None:
                 continue
             tokens = sum(turns[p].token_estimate for p in chosen)
@@ -77,16 +120,12 @@ class SpanSummarizingPolicy:
             group_id = group_id_for(turn_ids)
             if SUMMARY_TURN_ID_PREFIX + group_id in taken_ids:
                 continue
-            folds.append((chosen, tokens, turn_ids, group_id))
-            need -= tokens - self._target(tokens)
-        targets = self._targets([tokens for _, tokens, _, _ in folds], need)
-        for (chosen, _tokens, turn_ids, group_id), target in zip(folds, targets, strict=True):
-            for position in chosen:
-                actions[position] = TurnAction._trusted(turns[position].turn_id,
-                                                        Action.SUMMARIZE, summary_group=group_id)
-            requests.append(SummarizationRequest(group_id, turn_ids, target, self.prompt_id))
-        return build_plan(transcript, budget, actions, requests, policy_name=self.name,
-                          policy_version=self.version)
+            chosen_spans.append((chosen, tokens, turn_ids, group_id))
+            left -= tokens - self._target(tokens)
+        targets = self._targets([tokens for _, tokens, _, _ in chosen_spans], left)
+        return [_Fold(tuple(chosen), tokens, turn_ids, group_id, target)
+                for (chosen, tokens, turn_ids, group_id), target
+                in zip(chosen_spans, targets, strict=True)]
 
     def _targets(self, sizes: list[int], short: int) -> list[int]:
         """Each fold's summary size: ``target_ratio`` of it; when folding every span at that

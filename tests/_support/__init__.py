@@ -1,1 +1,2 @@
-"""Helpers shared by tests: a real redis-server, and workers for multi-process tests."""
+"""Helpers shared by tests: where their data is, generated agent histories, a real redis-server,
+and workers for multi-process tests."""

@@ -9,6 +9,8 @@ from typing import Any, TypeAlias
 from cutctx import Role
 
 from .._conversion import SUMMARY_HEADER, Part, copy_plain, invalid
+from ._server_tools import RESULT_TYPES, stub_blocks
+from ._text import block_is_text, block_text
 
 System: TypeAlias = str | list[dict[str, Any]] | None
 Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
@@ -42,6 +44,14 @@ def _starts_with_thinking(content: Any) -> bool:
             and content[0].get("type") in _THINKING)
 
 
+def _starts_with_compaction(message: Mapping[str, Any]) -> bool:
+    """Whether a message opens with a ``compaction`` block (which must open the conversation,
+    so nothing may be put or merged before it)."""
+    content = message.get("content")
+    return (isinstance(content, list) and bool(content) and isinstance(content[0], Mapping)
+            and content[0].get("type") == "compaction")
+
+
 def _only_tool_results(content: Any) -> bool:
     return (isinstance(content, list) and bool(content)
             and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content))
@@ -69,12 +79,15 @@ class MessagesCodec:
         a summary inside that loop is said by the assistant, so the turn stays unbroken."""
 
     def render_masked(self, part: Part, stub: str) -> Any:
-        """A tool result keeps its block (id, ``is_error``) with the stub as content; an
-        assistant message keeps its thinking and ``tool_use`` blocks around the stub."""
+        """A tool result keeps its block (id, ``is_error``) with the stub as content, a server
+        tool's result its type, id and required fields (``stub_blocks``); an assistant message
+        keeps its thinking and ``tool_use`` blocks around the stub."""
         payload = copy_plain(part.payload)
         content = payload.get("content")
         if part.kind == "tool_result":
             payload["content"][0]["content"] = stub
+        elif part.kind in RESULT_TYPES:
+            payload["content"] = stub_blocks(payload["content"][0], stub)
         elif part.role is Role.ASSISTANT and isinstance(content, list):
             keep = [b for b in content if b.get("type") in _THINKING]
             calls = [b for b in content if b.get("type") == "tool_use"]
@@ -86,8 +99,32 @@ class MessagesCodec:
         return payload
 
     def body(self, part: Part) -> Any:
-        block = part.payload["content"][0] if part.kind == "tool_result" else part.payload
+        block = part.payload["content"][0] if part.role is Role.TOOL else part.payload
         return [block.get("content"), block.get("is_error")]
+
+    def content(self, part: Part) -> Any:
+        if part.kind == "tool_result":
+            return part.payload["content"][0].get("content")
+        if part.kind == "user":
+            return part.payload.get("content")
+        return None  # server-tool results and the rest: stubs of their own (render_masked)
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        payload = copy_plain(part.payload)
+        if part.kind == "tool_result":
+            payload["content"][0]["content"] = content
+        else:
+            payload["content"] = content
+        return payload
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        if block_is_text(block):
+            return block["text"], "text"
+        return block_text(block) if isinstance(block, Mapping) and isinstance(
+            block.get("type"), str) else "", None
+
+    def text_block(self, text: str) -> Any:
+        return {"type": "text", "text": text}
 
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role,
@@ -110,7 +147,8 @@ class MessagesCodec:
                 if source is None and previous >= self.thinking_loop:
                     message["role"] = "assistant"
                 previous = previous if source is None else source
-        if self.starts_with_user and messages and messages[0].get("role") == "assistant":
+        if (self.starts_with_user and messages and messages[0].get("role") == "assistant"
+                and not _starts_with_compaction(messages[0])):
             if drafts[0][0] is None:  # a summary: the API wants a user turn first
                 messages[0]["role"] = "user"
             else:
@@ -149,7 +187,9 @@ def _merge_same_roles(drafts: list[tuple[int | None, dict[str, Any]]]) -> list[d
             continue
         last = source if source is not None else last
         first, second = _blocks(out[-1].get("content")), _blocks(message.get("content"))
-        if message.get("role") == "user":
+        if _starts_with_compaction(out[-1]):
+            merged = first + second  # the compaction stays the conversation's first block
+        elif message.get("role") == "user":
             combined = first + second
             merged = ([b for b in combined if b.get("type") == "tool_result"]
                       + [b for b in combined if b.get("type") != "tool_result"])

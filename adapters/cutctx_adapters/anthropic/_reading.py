@@ -3,7 +3,6 @@ engine turn each (tool results split from the text of their user message)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,7 +10,9 @@ from typing import Any
 from cutctx import Role, TokenEstimator
 
 from .._conversion import (
+    BOUNDARY_KIND,
     Conversion,
+    CountText,
     Growing,
     Part,
     PinSpec,
@@ -39,6 +40,10 @@ from ._codec import (
     _starts_with_thinking,
 )
 from ._file_inputs import with_file_data
+from ._server_tools import RESULT_TYPES, maskable, result_text
+from ._text import block_json as _json
+from ._text import content_text as _content_text
+from ._text import result_text as _result_text
 from ._tokens import AnthropicTokenCounter
 
 # ----------------------------------------------------------------------------------------------
@@ -119,7 +124,7 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
                       "a tool_result block may only appear in a user message")
     if kind == "text":
         _string_field(block, "text", index, where, "empty_text", nonempty=True)
-    elif kind in ("tool_use", "server_tool_use"):
+    elif kind in _CALLS:
         _string_field(block, "id", index, where, "missing_id", nonempty=True)
         _string_field(block, "name", index, where, "missing_name", nonempty=True)
         if kind == "tool_use" and not isinstance(block.get("input"), Mapping):
@@ -149,6 +154,11 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
     elif kind in ("image", "document") and not isinstance(block.get("source"), Mapping):
         raise invalid(_NOUN, index, f"{where}.source", "missing_source",
                       f"an {kind} block needs a 'source' object")
+    elif kind == BOUNDARY_KIND:
+        summary = block.get("content")
+        if summary is not None and (not isinstance(summary, str) or not summary):
+            raise invalid(_NOUN, index, f"{where}.content", "compaction_content",
+                          "a compaction block's content must be a non-empty string or null")
     elif kind.endswith("_tool_result") and "tool_use_id" in block:
         _string_field(block, "tool_use_id", index, where, "missing_id", nonempty=True)
     return kind
@@ -163,6 +173,8 @@ def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
         raise invalid(_NOUN, index, "role", "unknown_role",
                       "role must be 'user', 'assistant' or 'system'")
     if "content" not in message:
+        if role == "system" and "output_config" in message:
+            return role, None  # a beta system message may carry only its output_config
         raise invalid(_NOUN, index, "content", "missing_content", "content is required")
     content = message["content"]
     if not isinstance(content, str | list):
@@ -195,6 +207,9 @@ def _check_system_message(content: Any, index: int) -> None:
         if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
             raise invalid(_NOUN, index, where, "block_type",
                           "a content block needs a string 'type'")
+        if block["type"] == BOUNDARY_KIND:
+            raise invalid(_NOUN, index, f"{where}.type", "compaction_block_misplaced",
+                          "a compaction block may not appear in a system message")
         if block["type"] in _NOT_IN_SYSTEM:
             raise invalid(_NOUN, index, f"{where}.type", "block_role",
                           f"a {block['type']} block may not appear in a system message")
@@ -203,53 +218,8 @@ def _check_system_message(content: Any, index: int) -> None:
 
 
 _NOT_IN_SYSTEM = frozenset({*_ASSISTANT_ONLY, "tool_result", "image", "document"})
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _block_text(block: Mapping[str, Any]) -> str:
-    """A block as a model reads it; media and opaque payloads as short placeholders."""
-    kind = block["type"]
-    if kind == "text":
-        return str(block["text"])
-    if kind == "tool_use":
-        return f"[tool call {block['name']}: {_json(block.get('input'))}]"
-    if kind == "server_tool_use":
-        return f"[server tool call {block['name']}: {_json(block.get('input'))}]"
-    if kind == "tool_result":
-        return _result_text(block)
-    if kind == "thinking":
-        return "[thinking]"
-    if kind == "redacted_thinking":
-        return "[redacted thinking]"
-    if kind in ("document", "search_result"):
-        title, label = block.get("title"), kind.replace("_", " ")
-        head = f"[{label}: {title}]" if isinstance(title, str) else f"[{label}]"
-        source = block.get("source")
-        body: Any = block.get("content")
-        if isinstance(source, Mapping) and source.get("type") == "text":
-            body = source.get("data")
-        elif isinstance(source, Mapping) and source.get("type") == "content":
-            body = source.get("content")
-        text = _content_text(body)
-        return f"{head}\n{text}" if text else head
-    return f"[{kind}]"
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_block_text(b) for b in content
-                         if isinstance(b, Mapping) and isinstance(b.get("type"), str))
-    return ""
-
-
-def _result_text(block: Mapping[str, Any]) -> str:
-    text = _content_text(block.get("content"))
-    return f"[error] {text}" if block.get("is_error") is True else text
+_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
+"""Blocks issuing a call: a client tool's, a server tool's, an MCP server's."""
 
 
 class _NoCount(AnthropicTokenCounter):
@@ -283,50 +253,135 @@ def _system_parts(system: System, counter: AnthropicTokenCounter) -> list[Part]:
 def _message_parts(message: dict[str, Any], index: int, role: str, content: Any,
                    counter: AnthropicTokenCounter, names: dict[str, str],
                    issued: set[str]) -> list[Part]:
+    """A message as engine turns: one, or one per segment (``_segments``)."""
     if role == "system":  # instructions mid-conversation: untouchable, kept where they are
         return [Part(index, Role.SYSTEM, _content_text(content), message,
                      counter.message(message), SYSTEM_MESSAGE, links=(_after(index),))]
-    if role == "assistant":
-        calls: list[str] = []
-        labels: list[str] = []
-        for position, block in enumerate(_blocks(content) if isinstance(content, list) else []):
-            if block["type"] in ("tool_use", "server_tool_use"):
-                if block["id"] in issued:
-                    raise invalid(_NOUN, index, f"content[{position}].id", "duplicated_call_id",
-                                  "tool use id issued twice", call_id=block["id"])
-                issued.add(block["id"])
-                labels.append(block["name"])
-            if block["type"] == "tool_use":
-                # Results must follow in the very next message, so a call is keyed by the
-                # message that issued it.
-                calls.append(f"{index}:{block['id']}")
-                names[calls[-1]] = block["name"]
-        text = _content_text(content)
-        return [Part(index, Role.ASSISTANT, text, message, counter.message(message), "assistant",
-                     calls=tuple(calls), label=", ".join(labels) or None)]
-    results = 0
-    while (isinstance(content, list) and results < len(content)
-           and content[results]["type"] == "tool_result"):
-        results += 1
-    if not results:
-        return [Part(index, Role.USER, _content_text(content), message,
-                     counter.message(message), "user")]
+    callers = _issue_calls(content, index, names, issued) if role == "assistant" else {}
+    segments = _segments(content, role)
+    if segments is None:  # the message as one turn
+        if role == "user":
+            return [Part(index, Role.USER, _content_text(content), message,
+                         counter.message(message), "user")]
+        return [Part(index, Role.ASSISTANT, _content_text(content), message,
+                     counter.message(message), "assistant", calls=_calls(content, index),
+                     label=_labels(content))]
     base = {key: value for key, value in message.items() if key != "content"}
     parts: list[Part] = []
-    for position, block in enumerate(content[:results]):
-        key = f"{index - 1}:{block['tool_use_id']}"
-        tokens = counter.block(block) + (counter.framing if position == 0 else 0)
-        parts.append(Part(index, Role.TOOL, _result_text(block), {**base, "content": [block]},
-                          tokens, "tool_result", answers=(key,), label=names.get(key),
-                          sub=position))
-    rest = content[results:]
-    if rest:
-        # The message's framing is counted once, with its first result, so the parts add up to
-        # the message; should the results go with their exchange and this part stay alone, the
-        # rendered request is measured and the plan tightened for the framing it then needs.
-        parts.append(Part(index, Role.USER, _content_text(rest), {**base, "content": rest},
-                          sum(counter.block(block) for block in rest), "user", sub=results))
+    for sub, (kind, blocks, side) in enumerate(segments):
+        # The message's framing is counted once, with its first segment, so the parts add up
+        # to the message; should a segment stay alone, the rendered request is measured and
+        # the plan tightened for the framing it then needs.
+        tokens = sum(counter.block(block) for block in blocks) + (counter.framing if not sub
+                                                                   else 0)
+        payload, block = {**base, "content": blocks}, blocks[0]
+        link = (f"anthropic:message:{index}:{side}",)
+        if kind == BOUNDARY_KIND:
+            parts.append(Part(index, Role.SYSTEM, str(block["content"]), payload, tokens, kind,
+                              sub=sub))
+        elif kind == "tool_result":
+            key = f"{index - 1}:{block['tool_use_id']}"
+            parts.append(Part(index, Role.TOOL, _result_text(block), payload, tokens, kind,
+                              answers=(key,), label=names.get(key), sub=sub))
+        elif kind in RESULT_TYPES:
+            parts.append(Part(index, Role.TOOL, result_text(block), payload, tokens, kind,
+                              links=link, label=callers.get(block["tool_use_id"]), sub=sub))
+        elif role == "assistant":
+            parts.append(Part(index, Role.ASSISTANT, _content_text(blocks), payload, tokens,
+                              kind, calls=_calls(blocks, index), links=link,
+                              label=_labels(blocks), sub=sub))
+        else:
+            parts.append(Part(index, Role.USER, _content_text(blocks), payload, tokens, kind,
+                              sub=sub))
     return parts
+
+
+
+def _issue_calls(content: Any, index: int, names: dict[str, str],
+                 issued: set[str]) -> dict[str, str]:
+    """Record an assistant message's calls (refusing an id issued twice); the tool name of
+    each server or MCP call by its id, for the results in the same message."""
+    callers: dict[str, str] = {}
+    for position, block in enumerate(content if isinstance(content, list) else []):
+        if block["type"] not in _CALLS:
+            continue
+        if block["id"] in issued:
+            raise invalid(_NOUN, index, f"content[{position}].id", "duplicated_call_id",
+                          "tool use id issued twice", call_id=block["id"])
+        issued.add(block["id"])
+        if block["type"] == "tool_use":
+            # Results must follow in the very next message, so a call is keyed by the
+            # message that issued it.
+            names[f"{index}:{block['id']}"] = block["name"]
+        else:
+            callers[block["id"]] = block["name"]
+    return callers
+
+
+def _calls(content: Any, index: int) -> tuple[str, ...]:
+    return tuple(f"{index}:{block['id']}" for block in _blocks(content)
+                 if block["type"] == "tool_use")
+
+
+def _labels(content: Any) -> str | None:
+    return ", ".join(block["name"] for block in _blocks(content)
+                     if block["type"] in _CALLS) or None
+
+
+Segment = tuple[str, list[Any], str]
+"""(part kind, blocks, side of the message's compaction: ``before`` or ``after``)."""
+
+
+def _segments(content: Any, role: str) -> list[Segment] | None:
+    """A message's content as the turns it reads as, in order, or None for one turn.
+
+    Apart go: a ``compaction`` block with content (the latest of the message: it covers what
+    precedes it), each ``tool_result`` of a user message, and each server-tool or MCP result
+    of an assistant message a stub can stand for (so it gives way like a tool result while
+    the rest of its message stays)."""
+    if not isinstance(content, list):
+        return None
+    cut = next((position for position in range(len(content) - 1, -1, -1)
+                if content[position]["type"] == BOUNDARY_KIND
+                and content[position].get("content") is not None), None)
+    pieces = [("after", content)] if cut is None else [
+        ("before", content[:cut]), ("boundary", [content[cut]]), ("after", content[cut + 1:])]
+    out: list[Segment] = []
+    for side, blocks in pieces:
+        if side == "boundary":
+            out.append((BOUNDARY_KIND, blocks, side))
+            continue
+        split = _user_segments if role == "user" else _assistant_segments
+        out.extend((kind, run, side) for kind, run in split(blocks))
+    if len(out) < 2 and (not out or out[0][0] in ("user", "assistant")):
+        return None  # an empty final assistant message, or one turn of its own kind
+    return out
+
+
+def _user_segments(blocks: list[Any]) -> list[tuple[str, list[Any]]]:
+    """Leading ``tool_result`` blocks one by one, then the rest together."""
+    results = 0
+    while results < len(blocks) and blocks[results]["type"] == "tool_result":
+        results += 1
+    rest = [("user", blocks[results:])] if blocks[results:] else []
+    return [("tool_result", [block]) for block in blocks[:results]] + rest
+
+
+def _assistant_segments(blocks: list[Any]) -> list[tuple[str, list[Any]]]:
+    """Runs of blocks, each maskable server-tool or MCP result on its own."""
+    out: list[tuple[str, list[Any]]] = []
+    run: list[Any] = []
+    for block in blocks:
+        if block["type"] in RESULT_TYPES and maskable(block):
+            if run:
+                out.append(("assistant", run))
+                run = []
+            out.append((block["type"], [block]))
+        else:
+            run.append(block)
+    if run:
+        out.append(("assistant", run))
+    return out
 
 
 def _after(index: int) -> str:
@@ -408,10 +463,30 @@ def _check_thinking(messages: Sequence[Mapping[str, Any]], thinking: Any,
                           "the original response gave them")
 
 
+def _tool_markers(tools: Sequence[Any] | None) -> list[int]:
+    """Positions of the tool definitions holding a ``cache_control`` marker."""
+    return [k for k, tool in enumerate(tools or [])
+            if isinstance(tool, Mapping) and "cache_control" in tool]
+
+
+def check_request(request: Mapping[str, Any], conv: Conversion[Any] | Growing[Any]) -> None:
+    """What a session checks of a whole request beyond its history: markers on tool
+    definitions count toward the four ``cache_control`` markers, as ``compact`` counts them
+    (the history's own were counted when it was read)."""
+    tools = given(request.get("tools"))
+    if not tools:
+        return
+    plain = plain_tools(tools)
+    reading = conv.reading
+    if isinstance(reading, _Reading) and (
+            reading.markers + len(_tool_markers(plain)) <= MAX_CACHE_BREAKPOINTS):
+        return
+    _check_breakpoints(_request(request.get("messages"), given(request.get("system")), plain))
+
+
 def _check_breakpoints(request: _Request) -> None:
     markers = _cache_markers(request.system, request.messages)
-    tool_markers = [k for k, tool in enumerate(request.tools or [])
-                    if isinstance(tool, Mapping) and "cache_control" in tool]
+    tool_markers = _tool_markers(request.tools)
     if len(tool_markers) > MAX_CACHE_BREAKPOINTS:
         raise invalid("tool", tool_markers[MAX_CACHE_BREAKPOINTS], "cache_control",
                       "too_many_cache_breakpoints", "more than 4 cache_control markers",
@@ -477,7 +552,8 @@ def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any =
 
 
 def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
-                summary_role: str, keep_task: bool = False) -> Conversion[Rendered]:
+                summary_role: str, keep_task: bool = False,
+                count_text: CountText | None = None) -> Conversion[Rendered]:
     loop = _thinking_loop(request.messages)
     tool_markers = sum(1 for tool in request.tools or []
                        if isinstance(tool, Mapping) and "cache_control" in tool)
@@ -489,7 +565,7 @@ def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
         tool_breakpoints=tool_markers,
         thinking_loop=None if loop is None else loop[1],
     )
-    return convert(codec, parts, request.messages, pin, keep_task)
+    return convert(codec, parts, request.messages, pin, keep_task, count_text=count_text)
 
 
 def to_transcript(
@@ -515,7 +591,7 @@ def to_transcript(
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
     reading = _Reading()
     parts = _parts(request, counter, thinking=given(thinking), reading=reading)
-    conv = _conversion(request, parts, pin, summary_role, keep_task)
+    conv = _conversion(request, parts, pin, summary_role, keep_task, counter.text)
     # Continuing a reading is only for what sessions convert (no tools, thinking or model).
     plain_session = tools is None and given(thinking) is None and model is None \
         and calibration is None and summary_role == "user"
@@ -565,7 +641,8 @@ def extended(previous: Conversion[Rendered] | Growing[Rendered],
                               starts_with_user=codec.starts_with_user,
                               tool_breakpoints=MAX_CACHE_BREAKPOINTS - codec.breakpoint_limit,
                               thinking_loop=loop[1])
-    return extend(previous, linked, items, pin, keep_task, state, codec)
+    return extend(previous, linked, items, pin, keep_task, state, codec,
+                  count_text=counter.text)
 
 
 def validate(
@@ -588,3 +665,21 @@ def validate(
     request = _request(history, system, tools)
     reference = None if original is None else _plain_messages(original)
     _parts(request, _NoCount(), thinking=given(thinking), original=reference)
+    _check_compactions(request.messages)
+
+
+def _check_compactions(messages: Sequence[Mapping[str, Any]]) -> None:
+    """A ``compaction`` block with content only as the conversation's very first block, and at
+    most one (the API's ``compaction_block_misplaced`` and ``compaction_block_ambiguous``)."""
+    found = [(index, position) for index, message in enumerate(messages)
+             for position, block in enumerate(_blocks(message.get("content")))
+             if isinstance(block, Mapping) and block.get("type") == BOUNDARY_KIND
+             and block.get("content") is not None]
+    if len(found) > 1:
+        index, position = found[1]
+        raise invalid(_NOUN, index, f"content[{position}]", "compaction_block_ambiguous",
+                      "more than one compaction block with content: send only the latest")
+    if found and found[0] != (0, 0):
+        index, position = found[0]
+        raise invalid(_NOUN, index, f"content[{position}]", "compaction_block_misplaced",
+                      "a compaction block must be the first block of the conversation")

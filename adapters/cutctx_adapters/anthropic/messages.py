@@ -39,9 +39,16 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Action, CompactionBudget, Role, TokenEstimator, ValidationError
 
-from .._conversion import SUMMARY_HEADER, Conversion, Part, to_plain
+from .._conversion import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from .._estimators import estimator_for
-from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._format import (
+    HistoryFormat,
+    deferral,
+    deferred_budget,
+    given,
+    reply_allowance,
+    server_held,
+)
 from .._pipeline import Job, arun, resolve_budget, run, start
 from .._results import FormatResult, narrowed
 from ..fulfil import SummaryCache
@@ -59,6 +66,7 @@ from ._reading import (
     _parts,
     _Request,
     _request,
+    check_request,
     extended,
     read_message,
     to_transcript,
@@ -195,23 +203,30 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 
 
 def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: CompactionSettings,
-         summary_role: str) -> Job:
+         summary_role: str, model: str | None, context_management: Any) -> Job:
     options = settings.policy_options()
     conv = _conversion(prepared.request, prepared.parts, settings.pin, summary_role,
                        options.keep_task)
+    summarizer = settings.summarizer
+    deferred = deferral({"context_management": context_management}, _server_compaction,
+                        settings.defer_to_server)
+    if deferred is not None:
+        budget, summarizer = deferred_budget(budget, model, settings.reserve), None
 
     def begin(extra: int) -> Job:
         return start(
             conv,
             resolve_budget(budget, prepared.overhead + extra, settings.keep_recent),
             policy=settings.policy,
-            summarizer=settings.summarizer,
+            summarizer=summarizer,
             estimator=prepared.estimator,
             overhead=prepared.overhead + extra,
             result_fields=lambda rendered: {"system": rendered[0], "messages": rendered[1]},
             options=options,
             stub_pad=prepared.stub_pad,
             measure=prepared.measure,
+            drop_covered=True,  # the API takes a compaction only as the first block
+            deferred=deferred,
         )
 
     job = begin(0)
@@ -287,6 +302,7 @@ def plan(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
 ) -> Job:
@@ -303,13 +319,20 @@ def plan(
     request's real total and scales the per-turn estimates to add up to it (minus the
     overhead); use ``aplan`` with an ``AsyncAnthropic``. ``thinking`` is the request's: with
     ``{"type": "enabled"}`` an open tool loop must start with its thinking block.
+
+    What the latest ``compaction`` block covers is never sent (the API takes the block only
+    first). ``context_management`` is the request's: with a ``compact_20260112`` edit the
+    history is left to the server while it fits the model's own limit (``result.deferred``
+    says why), and fitted without summaries above it; ``defer_to_server=False`` compacts as
+    usual.
     """
     chosen = planning_settings(settings, keywords, "messages.plan")
     prepared = _prepare(history, system, model, tools, thinking, chosen.estimator, calibration)
     if exact_count is not None:
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(_exact(exact_count, body))
-    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role)
+    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
+                context_management)
 
 
 async def aplan(
@@ -323,6 +346,7 @@ async def aplan(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
 ) -> Job:
@@ -332,7 +356,8 @@ async def aplan(
     if exact_count is not None:
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(await _aexact(exact_count, body))
-    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role)
+    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
+                context_management)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +380,7 @@ def compact(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     summary_cache: SummaryCache | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
@@ -369,7 +395,8 @@ def compact(
     chosen = planning_settings(settings, keywords, "messages.compact")
     job = plan(history, system=system, model=model, budget=budget, tools=tools,
                thinking=thinking, calibration=calibration, summary_role=summary_role,
-               exact_count=exact_count, settings=chosen)
+               exact_count=exact_count, context_management=context_management,
+               settings=chosen)
     return narrowed(run(job, chosen.summarizer, summary_cache), MessagesResult, model)
 
 
@@ -384,6 +411,7 @@ async def acompact(
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     summary_cache: SummaryCache | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
@@ -392,7 +420,8 @@ async def acompact(
     chosen = planning_settings(settings, keywords, "messages.acompact")
     job = await aplan(history, system=system, model=model, budget=budget, tools=tools,
                       thinking=thinking, calibration=calibration, summary_role=summary_role,
-                      exact_count=exact_count, settings=chosen)
+                      exact_count=exact_count, context_management=context_management,
+               settings=chosen)
     return narrowed(await arun(job, chosen.summarizer, summary_cache), MessagesResult, model)
 
 
@@ -401,7 +430,7 @@ def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
     tools = given(request.get("tools"))
     choice = given(request.get("tool_choice"))
-    return counter.request_overhead([to_plain(tool) for tool in tools] if tools else None,
+    return counter.request_overhead(plain_tools(tools) if tools else None,
                                     to_plain(choice) if choice is not None else None)
 
 
@@ -414,6 +443,21 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
                          counter.text_estimator)
     return {"estimator": prepared.estimator, "stub_pad": prepared.stub_pad,
             "measure": prepared.measure}
+
+
+def _server_compaction(request: Mapping[str, Any]) -> str | None:
+    """Why a request leaves compaction to the server: a ``compact_20260112`` edit in its
+    ``context_management``, or a ``compaction`` request (summarize now)."""
+    management = given(request.get("context_management"))
+    edits = management.get("edits") if isinstance(management, Mapping) else None
+    if isinstance(edits, Sequence) and not isinstance(edits, str | bytes):
+        for edit in edits:
+            kind = edit.get("type") if isinstance(edit, Mapping) else None
+            if isinstance(kind, str) and kind.startswith("compact_"):
+                return f"server-side compaction is on (context_management {kind})"
+    if given(request.get("compaction")) is not None:
+        return "the request asks the server to compact (compaction)"
+    return None
 
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
@@ -440,5 +484,8 @@ FORMAT = HistoryFormat(
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
     safety_margin=0.05,
+    server_compaction=_server_compaction,
+    boundary_first=True,
+    check_request=check_request,
 )
 """How Messages requests carry their history (for sessions and the client wrapper)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from typing import Any
 
 from rich.text import Text
@@ -156,12 +155,10 @@ def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
 def _compact_summary(doc: Document, output: str, budget: Budget,
                      result: CompactionResult) -> None:
     report = result.report.to_dict()
-    replaced = Counter(r.kind for r in result.replacements)
     counts = ", ".join(
-        [f"{replaced[kind]} {kind}" for kind in ("deduplicated", "clipped") if replaced[kind]]
-        + [f"{len(report[key])} {name}" for key, name in (
-            ("masked_turn_ids", "masked"), ("summarized_turn_ids", "summarized"),
-            ("dropped_turn_ids", "dropped")) if report[key]]) or "nothing to do"
+        f"{len(report[f'{fate}_turn_ids'])} {fate}" for fate in (
+            "deduplicated", "clipped", "masked", "summarized", "dropped")
+        if report[f"{fate}_turn_ids"]) or "nothing to do"
     line = Text("wrote ")
     line.append("standard output" if output == "-" else visible(output), style="bold")
     line.append(f" ({doc.format.name}): {report['turns_before']} → {report['turns_after']} "

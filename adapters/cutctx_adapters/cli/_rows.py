@@ -66,15 +66,13 @@ def plan_rows(conversion: Conversion[Any], plan: CompactionPlan) -> list[Row]:
             after = action.replacement.token_estimate
         else:
             after = 0
-        label = action.action.value
-        if action.replacement is not None:
-            label = _REPLACED.get(action.replacement.kind, label)
-        rows.append(_row(conversion, turn, after, label))
+        rows.append(_row(conversion, turn, after, _LABELS.get(action.action,
+                                                               action.action.value)))
     return rows
 
 
-_REPLACED = {"clipped": "clip", "deduplicated": "dedupe"}
-"""How a MASK that keeps part of a result, or names its copy, is shown."""
+_LABELS = {Action.DEDUPLICATE: "dedupe"}
+"""How an action is shown where its name is long (the rest by their own names)."""
 
 
 def _row(conversion: Conversion[Any], turn: TranscriptTurn, after: int, action: str) -> Row:

@@ -98,6 +98,21 @@ class ChatCodec:
     def body(self, part: Part) -> Any:
         return part.payload.get("content")
 
+    def content(self, part: Part) -> Any:
+        return part.payload.get("content")
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        return {**copy_plain(part.payload), "content": content}
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "refusal") and isinstance(block.get(kind), str):
+            return block[kind], kind
+        return f"[{kind}]", None
+
+    def text_block(self, text: str) -> Any:
+        return {"type": "text", "text": text}
+
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
 
@@ -276,8 +291,9 @@ def to_transcript(
     ``keep_task`` pins the first user message (as ``compact`` does by default).
     """
     plain = _plain_messages(messages)
-    parts = _parts(plain, chosen_estimator(estimator, model))
-    return convert(ChatCodec(summary_role), parts, plain, pin, keep_task)
+    counter = chosen_estimator(estimator, model)
+    return convert(ChatCodec(summary_role), _parts(plain, counter), plain, pin, keep_task,
+                   count_text=counter.estimate_tokens)
 
 
 def _extended(previous: Conversion[list[dict[str, Any]]] | Growing[list[dict[str, Any]]],
@@ -288,7 +304,8 @@ def _extended(previous: Conversion[list[dict[str, Any]]] | Growing[list[dict[str
     at ``known``, pins counted from the end)."""
     if not _ends_closed(previous):
         return None
-    return extend(previous, _parts(items, estimator, known), items, pin, keep_task)
+    return extend(previous, _parts(items, estimator, known), items, pin, keep_task,
+                  count_text=estimator.estimate_tokens)
 
 
 def _ends_closed(conv: Conversion[Any] | Growing[Any]) -> bool:

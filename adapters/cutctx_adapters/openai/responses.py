@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
 
 from .._conversion import (
+    BOUNDARY_KIND,
     SUMMARY_HEADER,
     Conversion,
     Growing,
@@ -35,7 +36,14 @@ from .._conversion import (
     to_plain,
 )
 from .._estimators import chosen_estimator
-from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._format import (
+    HistoryFormat,
+    deferral,
+    deferred_budget,
+    given,
+    reply_allowance,
+    server_held,
+)
 from .._pipeline import Job, arun, resolve_budget, run, start
 from .._results import FormatResult, narrowed
 from ..fulfil import SummaryCache
@@ -111,6 +119,15 @@ _MASK_FIELDS = {
 }
 """Outputs whose body can hold the masking stub, and the field it replaces. The others (a
 computer screenshot, loaded tool definitions) are USER turns, which the masking policy skips."""
+_SERVER_RESULTS = {
+    "code_interpreter_call": "outputs",
+    "mcp_call": "output",
+    "image_generation_call": "result",
+    "file_search_call": "results",
+    "web_search_call": "action",
+}
+"""Built-in and MCP tool items that carry their own result, and the field holding it: TOOL
+turns (deduplicated, clipped or masked like a function output) when that field has content."""
 _SYSTEM_ITEMS = frozenset({"additional_tools", "configuration_update", "compaction_trigger"})
 _LABELS = {
     "computer_call": "computer",
@@ -148,6 +165,8 @@ class ResponsesCodec:
 
     def render_masked(self, part: Part, stub: str) -> Any:
         payload = copy_plain(part.payload)
+        if part.kind in _SERVER_RESULTS:
+            return _server_result_stub(payload, stub)
         if part.kind == "shell_call_output":
             outcome = payload["output"][-1]["outcome"]
             payload["output"] = [{"stdout": stub, "stderr": "", "outcome": outcome}]
@@ -161,7 +180,34 @@ class ResponsesCodec:
         return payload
 
     def body(self, part: Part) -> Any:
-        return part.payload.get(_MASK_FIELDS.get(part.kind, "content"))
+        field = _SERVER_RESULTS.get(part.kind) or _MASK_FIELDS.get(part.kind, "content")
+        return part.payload.get(field)
+
+    def kept_before_boundary(self, part: Part) -> bool:
+        """What a compaction item does not cover: user messages (``responses.compact``
+        returns them all before its compaction item), and system/developer messages and
+        configuration items (instructions and tools, which cutctx never drops)."""
+        if part.role is Role.USER:
+            return part.kind in ("message", "text")
+        return part.role is Role.SYSTEM and part.kind != BOUNDARY_KIND
+
+    def content(self, part: Part) -> Any:
+        if part.kind == "shell_call_output":
+            return None  # chunks of stdout and stderr, not parts: clipped as plain text
+        return self.body(part)
+
+    def with_content(self, part: Part, content: Any) -> Any:
+        return {**copy_plain(part.payload), _MASK_FIELDS.get(part.kind, "content"): content}
+
+    def piece(self, block: Any) -> tuple[str, str | None]:
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = "text" if kind in _TEXT_PARTS else "refusal" if kind == "refusal" else None
+        if key is not None and isinstance(block.get(key), str):
+            return block[key], key
+        return f"[{kind}]", None
+
+    def text_block(self, text: str) -> Any:
+        return {"type": "input_text", "text": text}
 
     def render_summary(self, text: str, replaced: int) -> Any:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
@@ -178,6 +224,47 @@ class ResponsesCodec:
                 and rendered[-1][0].kind == "text":
             return instructions, items[0]["content"]
         return instructions, items
+
+
+def _server_result_stub(payload: dict[str, Any], stub: str) -> dict[str, Any]:
+    """A built-in or MCP tool item with its result replaced: its type, ids, call (code,
+    arguments, query) and status kept; the stub (or clip) where the result was, where the item
+    has a text field for it (a generated image or a search's sources just go)."""
+    kind = payload["type"]
+    if kind == "code_interpreter_call":
+        payload["outputs"] = [{"type": "logs", "logs": stub}]
+    elif kind == "mcp_call":
+        payload["output"] = stub
+    elif kind == "file_search_call":
+        payload["results"] = [{"text": stub}]
+    elif kind == "image_generation_call":
+        payload["result"] = None
+    else:  # web_search_call: the sources it read
+        payload["action"] = {key: value for key, value in payload["action"].items()
+                             if key != "sources"}
+    return payload
+
+
+def _server_result_text(item: Mapping[str, Any], kind: str) -> str | None:
+    """The result a built-in or MCP tool item carries, as text; None when it carries none (it
+    is then an ASSISTANT turn like any other call)."""
+    body = item.get(_SERVER_RESULTS[kind])
+    if kind == "code_interpreter_call" and isinstance(body, list) and body:
+        return "\n".join(str(output["logs"]) if isinstance(output.get("logs"), str)
+                         else f"[{output.get('type')}]"
+                         for output in body if isinstance(output, Mapping)) or None
+    if kind == "mcp_call" and isinstance(body, str) and body:
+        return body
+    if kind == "image_generation_call" and isinstance(body, str) and body:
+        return "[generated image]"
+    if kind == "file_search_call" and isinstance(body, list) and body:
+        return "\n".join(str(result.get("text", "")) for result in body
+                         if isinstance(result, Mapping)) or None
+    if kind == "web_search_call" and isinstance(body, Mapping) \
+            and isinstance(body.get("sources"), list) and body["sources"]:
+        return "\n".join(str(source.get("url", "")) for source in body["sources"]
+                         if isinstance(source, Mapping)) or None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,16 +398,24 @@ def _other(item: Mapping[str, Any], index: int, kind: str) -> _Item:
         _string(item, index, "id", "missing_id")
     if kind.startswith("mcp_") and isinstance(item.get("name"), str):
         label = f"{item.get('server_label')}.{item['name']}"
-    if kind in _SYSTEM_ITEMS:
+    result = _server_result_text(item, kind) if kind in _SERVER_RESULTS else None
+    if kind in _SYSTEM_ITEMS or kind == BOUNDARY_KIND:
+        # A compaction is kept verbatim where it stands (``covered_turns``: what it covers).
         role, output_side = Role.SYSTEM, False
+    elif kind == "mcp_approval_response":
+        role, output_side = Role.ASSISTANT, False  # the caller's tool plumbing, not a person
     elif kind.endswith(("_output", "_response")):
         role, output_side = Role.USER, False
     else:
-        role, output_side = Role.ASSISTANT, kind != "compaction"
+        role, output_side = Role.TOOL if result is not None else Role.ASSISTANT, True
     if kind == "program_output" and isinstance(item.get("result"), str):
         role, text = Role.TOOL, item["result"]
     elif kind == "item_reference":
         text = "[item_reference]"
+    elif result is not None:
+        text = result
+    elif kind == BOUNDARY_KIND:
+        text = "[compaction]"
     else:
         text = f"[{kind}] {describe(item)}"
     return _Item(role, text, kind, output_side, links=links, label=label)
@@ -363,6 +458,8 @@ class _Reading:
     """Whether an item was linked by a program's caller id (links may reach later items)."""
     pending: set[str] = dataclasses.field(default_factory=set)
     """Calls not answered yet."""
+    trigger: int | None = None
+    """Index of a ``compaction_trigger`` item read (it must be the last item)."""
 
     def resumable(self) -> bool:
         """Whether the items read so far can be followed by a separate reading of the rest:
@@ -373,7 +470,7 @@ class _Reading:
     def copy(self) -> _Reading:
         return _Reading(dict(self.issued), set(self.approvals), list(self.references),
                         set(self.seen_ids), self.response, self.unfollowed, self.linked,
-                        set(self.pending))
+                        set(self.pending), self.trigger)
 
 
 def _parts(
@@ -398,7 +495,12 @@ def _parts(
     seen_ids = state.seen_ids
     response, unfollowed = state.response, state.unfollowed
     for index, raw in enumerate(items[start:], start=start):
+        if state.trigger is not None:
+            raise invalid(_NOUN, state.trigger, "type", "compaction_trigger_not_last",
+                          "a compaction_trigger item must be the last input item")
         item = _read(raw, index)
+        if item.kind == "compaction_trigger":
+            state.trigger = index
         links = list(item.links)
         if item.kind != "item_reference" and isinstance(raw.get("id"), str):
             if raw["id"] in seen_ids:
@@ -501,7 +603,8 @@ def to_transcript(
     reading = _Reading()
     parts = _parts(plain, _checked_instructions(instructions), counter, text=text,
                    reading=reading)
-    conv = convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task)
+    conv = convert(ResponsesCodec(summary_role, text_input=text), parts, plain, pin, keep_task,
+                   count_text=counter.estimate_tokens)
     return conv if text else replace(conv, reading=reading)
 
 
@@ -516,7 +619,8 @@ def _extended(previous: Conversion[Rendered] | Growing[Rendered], items: Sequenc
     reading = reading.copy()
     counter = counter_for(chosen_estimator(estimator, None), None)
     parts = _parts(items, None, counter, text=False, start=known, reading=reading)
-    return extend(previous, parts, items, pin, keep_task, reading)
+    return extend(previous, parts, items, pin, keep_task, reading,
+                  count_text=counter.estimate_tokens)
 
 
 class _Zero:
@@ -559,6 +663,7 @@ def plan(
     budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
     summary_role: str = "user",
+    context_management: Sequence[Any] | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
 ) -> Job:
@@ -567,22 +672,31 @@ def plan(
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
     instructions are a turn of the transcript, so they count there); None: the model's window
     less ``reserve``. The other settings are ``CompactionSettings`` fields (``settings=`` and/or
-    keywords).
+    keywords). ``context_management`` is the request's: when it turns the server's compaction
+    on (or the input ends with a ``compaction_trigger``), the history is left to the server
+    while it fits the model's own limit (``result.deferred`` says why), and fitted without
+    summaries above it; ``defer_to_server=False`` compacts as usual.
     """
     chosen = planning_settings(settings, keywords, "responses.plan")
+    goal, summarizer = budget_or_window(budget, chosen, model), chosen.summarizer
+    deferred = deferral({"context_management": context_management, "input": input_items},
+                        _server_compaction, chosen.defer_to_server)
+    if deferred is not None:
+        goal, summarizer = deferred_budget(goal, model, chosen.reserve), None
     counter = chosen_estimator(chosen.estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
                          pin=chosen.pin, summary_role=summary_role, keep_task=chosen.keep_task)
     overhead = overhead_tokens(tools, counter, model)
     return start(
         conv,
-        resolve_budget(budget_or_window(budget, chosen, model), overhead, chosen.keep_recent),
+        resolve_budget(goal, overhead, chosen.keep_recent),
         policy=chosen.policy,
-        summarizer=chosen.summarizer,
+        summarizer=summarizer,
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
         options=chosen.policy_options(),
+        deferred=deferred,
         **_planning(conv, counter_for(counter, model), overhead),
     )
 
@@ -625,6 +739,7 @@ def compact(
     budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
     summary_role: str = "user",
+    context_management: Sequence[Any] | None = None,
     summary_cache: SummaryCache | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
@@ -636,7 +751,8 @@ def compact(
     """
     chosen = planning_settings(settings, keywords, "responses.compact")
     job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
-               summary_role=summary_role, settings=chosen)
+               summary_role=summary_role, context_management=context_management,
+               settings=chosen)
     return narrowed(run(job, chosen.summarizer, summary_cache), ResponsesResult, model)
 
 
@@ -648,6 +764,7 @@ async def acompact(
     budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
     summary_role: str = "user",
+    context_management: Sequence[Any] | None = None,
     summary_cache: SummaryCache | None = None,
     settings: CompactionSettings | None = None,
     **keywords: Unpack[PlanningKeywords],
@@ -655,8 +772,28 @@ async def acompact(
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
     chosen = planning_settings(settings, keywords, "responses.acompact")
     job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
-               summary_role=summary_role, settings=chosen)
+               summary_role=summary_role, context_management=context_management,
+               settings=chosen)
     return narrowed(await arun(job, chosen.summarizer, summary_cache), ResponsesResult, model)
+
+
+def _server_compaction(request: Mapping[str, Any]) -> str | None:
+    """Why a request leaves compaction to the server: ``context_management`` turns its
+    compaction on, or the input ends with a ``compaction_trigger`` (compact now)."""
+    entries = given(request.get("context_management"))
+    if isinstance(entries, Sequence) and not isinstance(entries, str | bytes):
+        for entry in entries:
+            kind = entry.get("type") if isinstance(entry, Mapping) else getattr(entry, "type",
+                                                                                None)
+            if kind == "compaction":
+                return "server-side compaction is on (context_management)"
+    items = given(request.get("input"))
+    if isinstance(items, Sequence) and not isinstance(items, str | bytes) and items:
+        last = items[-1]
+        kind = last.get("type") if isinstance(last, Mapping) else getattr(last, "type", None)
+        if kind == "compaction_trigger":
+            return "the input ends with a compaction_trigger item"
+    return None
 
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
@@ -681,5 +818,6 @@ FORMAT = HistoryFormat(
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
         previous, items, known, estimator, pin, keep_task),
     safety_margin=0.02,
+    server_compaction=_server_compaction,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""

@@ -12,10 +12,13 @@ from .._results import short_tokens
 
 __all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 
-Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "not_possible"]
+Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "deferred",
+                   "not_possible"]
 """What a call did: nothing needed (``unchanged``); the kept view sent again (``reused``) or
 with the new items (``appended``); a first or a later compaction (``compacted``,
-``recompacted``); or nothing could be done here (``not_possible``: a server-held history)."""
+``recompacted``); left to the provider's own compaction, which the request turns on and within
+the model's own limit (``deferred``: less what its latest compaction covers); or nothing could
+be done here (``not_possible``: a server-held history)."""
 NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
 """Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
 
@@ -54,6 +57,8 @@ class CallReport:
     """Turns this call's events masked, clipped or deduplicated, with their sizes."""
     budget_unmet: bool = False
     """What was sent is over the prompt budget (nothing removable was left)."""
+    covered: tuple[str, ...] = ()
+    """Turns left out because the provider's latest compaction already covers them."""
     items_in: int | None = None
     """Messages (items) of the history as given."""
     items_sent: int | None = None
@@ -103,6 +108,11 @@ class CallReport:
         trigger = f"≤ trigger {short_tokens(self.trigger_tokens or 0)}"
         if decision == "unchanged":
             return f"unchanged: {self.items_in} {noun}, {sent} tokens {trigger}"
+        if decision == "deferred":
+            covered = f", {len(self.covered)} covered turns left out" if self.covered else ""
+            return (f"deferred to the provider's compaction: {self.items_sent} {noun}, {sent} "
+                    f"tokens ≤ the model's limit {short_tokens(self.trigger_tokens or 0)}"
+                    f"{covered}")
         appended = (self.items_sent or 0) - self.reused_items
         if decision == "appended":
             return (f"appended {appended} {noun} to the cached view: {self.items_sent} sent, "

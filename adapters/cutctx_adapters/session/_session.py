@@ -27,7 +27,8 @@ from cutctx import (
 )
 
 from .._canonical_key import content_key
-from .._conversion import Conversion, Growing, PinSpec, copy_plain, to_plain
+from .._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turns, to_plain
+from .._conversion import uncovered as _uncovered
 from .._estimators import check_model
 from .._format import HistoryFormat, given
 from .._grown import GrownList
@@ -90,6 +91,9 @@ class _Call:
     read_from: tuple[int, Growing[Any]] | None = None
     """The conversion of a prefix ``conv`` was read on from, and its items: where the walk
     reads on from to convert an earlier point's history."""
+    deferred: str | None = None
+    """Why this request is left to the provider's own compaction (``defer_to_server``): then
+    the budget is the model's own, and nothing is summarized."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,7 @@ class CompactionSession:
     store = Setting[Store | None]()
     summary_timeout = Setting[float]()
     check_prefix = Setting[PrefixCheck]()
+    defer_to_server = Setting[bool]()
     on_compaction = Setting[ReportCallback | None]()
     on_call = Setting[ReportCallback | None]()
 
@@ -201,7 +206,7 @@ class CompactionSession:
         call = self._read(request)
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None
+        summarizer = (None if self.summarizer is None or call.deferred is not None
                       else self._summaries.sync(self.summarizer, call.estimator))
         steps = self._walk(call)
         try:
@@ -219,7 +224,7 @@ class CompactionSession:
         call = self._read(request)
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None
+        summarizer = (None if self.summarizer is None or call.deferred is not None
                       else self._summaries.asynchronous(self.summarizer, call.estimator))
         steps = self._walk(call)
         try:
@@ -273,17 +278,23 @@ class CompactionSession:
                          else None)
             conv, boundaries, sums = self._convert(items, side, estimator, continued)
             read_from = None if continued is None else (reused, continued.conv)
+        fmt.check_request(request, conv)
         overhead = fmt.overhead(request, estimator)
-        budget = self._budget(request, model)
-        trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
-                   else fraction_or_tokens(self.trigger, budget, "trigger"))
-        target = min(fraction_or_tokens(self.target, budget, "target"), trigger)
+        server = fmt.server_compaction(request)
+        deferred = server if self.defer_to_server else None
+        budget = self._budget(request, model, own=deferred is not None)
+        if deferred is not None:  # the server compacts: only the model's own limit holds
+            trigger = target = int(budget * (1 - fmt.safety_margin))
+        else:
+            trigger = (int(budget * (1 - fmt.safety_margin)) if self.trigger is None
+                       else fraction_or_tokens(self.trigger, budget, "trigger"))
+            target = min(fraction_or_tokens(self.target, budget, "target"), trigger)
         chain: GrownList[str] = GrownList()
         found = None
         seed = None
         if self.sticky and items:
             seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
-                                overhead])
+                                overhead, deferred is not None])
             if recent is not None and recent.seed == seed:
                 hashed = min(reused, len(recent.chain))
                 chain = recent.chain.prefix(hashed).extended(chain_keys(
@@ -296,7 +307,7 @@ class CompactionSession:
                                      chain, reuse.objects, reuse.size_of(items)), reuse)
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
-                     0 if found is None else found[0], boundaries, sums, read_from)
+                     0 if found is None else found[0], boundaries, sums, read_from, deferred)
 
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
                  continued: Recent | None
@@ -324,10 +335,15 @@ class CompactionSession:
                 if isinstance(index, int) and not isinstance(index, bool)
                 and -count <= index < count]
 
-    def _budget(self, request: Mapping[str, Any], model: str | None) -> int:
+    def _budget(self, request: Mapping[str, Any], model: str | None, *, own: bool = False
+                ) -> int:
+        """The prompt budget: the window less the reply allowance. ``own``: the model's own
+        window (``windows``, else the built-in table), ``window`` only for an unknown model."""
         allowance = self.format.output_allowance(request)
-        budget = prompt_budget(model, self.reserve if allowance is None else allowance,
-                               window=self.window, overrides=self.windows)
+        allowance = self.reserve if allowance is None else allowance
+        budget = prompt_budget(model, allowance, overrides=self.windows) if own else None
+        if budget is None:
+            budget = prompt_budget(model, allowance, window=self.window, overrides=self.windows)
         if budget is None:
             raise ValidationError(
                 f"unknown context window for model {model!r}: pass window= (or windows=)",
@@ -416,13 +432,16 @@ class CompactionSession:
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
         return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
-                     policy=self.policy, summarizer=self.summarizer, overhead=call.overhead,
-                     result_fields=lambda rendered: {}, options=options, **planning)
+                     policy=self.policy,
+                     summarizer=None if call.deferred is not None else self.summarizer,
+                     overhead=call.overhead, result_fields=lambda rendered: {},
+                     options=options, drop_covered=self.format.boundary_first,
+                     deferred=call.deferred, **planning)
 
     # --- what is sent -------------------------------------------------------------------------
 
     def _over_budget_job(self, call: _Call, walked: _Walked,
-                         view: tuple[Any, int]) -> Job | None:
+                         view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
         budget (estimates of appended turns ran short); it is not remembered, so the view
         every process derives from the history stays the same."""
@@ -435,20 +454,28 @@ class CompactionSession:
         except BudgetUnsatisfiable:
             return None
 
-    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int]:
-        """The rendering of the walked view and its prompt tokens (as the walk counted them)."""
+    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int, tuple[str, ...]]:
+        """The rendering of the walked view, its prompt tokens (as the walk counted them) and
+        the turns a provider's compaction covers that it leaves out."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens
+            return last.rendered, walked.tokens, last.covered
         projected = project(call.conv, ledger)
-        return projected.render(projected.transcript), walked.tokens
+        covered: tuple[str, ...] = ()
+        tokens = walked.tokens
+        if call.deferred is not None or self.format.boundary_first:
+            covered = covered_turns(projected)
+            tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
+                          if turn.turn_id in covered)
+            projected = _uncovered(projected, covered)
+        return projected.render(projected.transcript), tokens, covered
 
-    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int],
+    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
-        rendered, tokens = view
+        rendered, tokens, covered = view
         if one_off is not None:
-            rendered = one_off.rendered
+            rendered, covered = one_off.rendered, one_off.covered or covered
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
@@ -458,7 +485,7 @@ class CompactionSession:
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
         request = self._with(call.request, copy_plain(side), copy_plain(list(sent)))
-        decision, reason = self._decision(call, walked, tokens)
+        decision, reason = self._decision(call, walked, tokens, one_off, covered)
         last = one_off or walked.last
         report = CallReport(
             decision, reason, fmt.name, call.model, call.budget, call.trigger, call.target,
@@ -468,10 +495,12 @@ class CompactionSession:
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
-            tokens > call.budget, **_figures(call, sent))
+            tokens > call.budget, covered, **_figures(call, sent))
         return Prepared(request, report)
 
-    def _decision(self, call: _Call, walked: _Walked, tokens: int) -> tuple[Decision, str]:
+    def _decision(self, call: _Call, walked: _Walked, tokens: int,
+                  one_off: CompactionResult | None, covered: tuple[str, ...]
+                  ) -> tuple[Decision, str]:
         known = call.known
         appended = len(call.items) - call.known_items
         if known is None:
@@ -480,6 +509,16 @@ class CompactionSession:
             seen = f"history extends a known one by {appended} item(s)"
         else:
             seen = "same history as a known one"
+        if covered:
+            seen += f"; {len(covered)} turn(s) the latest provider compaction covers left out"
+        if call.deferred is not None and not walked.replacements and all(
+                result is None or result.deferred is not None
+                for result in (walked.last, one_off)):
+            return "deferred", (f"{seen}; {call.deferred}: left to the server while within "
+                                f"the model's own limit; {tokens} tokens <= {call.trigger}")
+        if call.deferred is not None:
+            seen += (f"; {call.deferred}, but the history is over the model's own limit: "
+                     "fitted without summaries")
         if walked.events:
             before = known is not None and not known.ledger.empty
             decision: Decision = "recompacted" if before else "compacted"
