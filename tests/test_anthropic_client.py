@@ -139,7 +139,8 @@ TARGET = 2_000
 BUDGET = WINDOW - MAX_TOKENS
 
 
-def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingAnthropic:
+def wrap(client: Any, reports: list[Any] | None = None,
+         **settings: Any) -> CompactingAnthropic[Any]:
     settings = {"window": WINDOW, "trigger": TRIGGER, "target": TARGET, **settings}
     on_call = reports.append if reports is not None else None
     return CompactingAnthropic(client, on_call=on_call, **settings)

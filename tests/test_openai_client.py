@@ -129,7 +129,7 @@ TRIGGER = 3_000
 TARGET = 2_000
 
 
-def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingOpenAI:
+def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingOpenAI[Any]:
     settings = {"window": WINDOW, "trigger": TRIGGER, "target": TARGET, **settings}
     on_call = reports.append if reports is not None else None
     return CompactingOpenAI(client, on_call=on_call, **settings)

@@ -772,7 +772,7 @@ def test_the_bundled_coding_agent_example_compacts_validly(policy: str) -> None:
 
 # --- the compacting client -----------------------------------------------------------------
 
-def wrapped(client: Any, reports: list[Any]) -> CompactingOpenAI:
+def wrapped(client: Any, reports: list[Any]) -> CompactingOpenAI[Any]:
     return CompactingOpenAI(client, window=8_000, trigger=2_000, target=1_200,
                             on_call=reports.append)
 

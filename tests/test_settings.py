@@ -94,7 +94,7 @@ def test_a_session_reads_each_setting_as_an_attribute() -> None:
     for name in SETTING_NAMES:
         assert getattr(session, name) == getattr(settings, name)
     with pytest.raises(AttributeError, match=r"settings\.replace"):
-        session.window = 4  # type: ignore[misc]
+        session.window = 4
 
 
 def test_keywords_go_over_a_settings_value() -> None:

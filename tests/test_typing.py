@@ -24,7 +24,8 @@ def mypy_output() -> list[str]:
     stdout, stderr, _status = api.run(["--strict", "--config-file", str(ROOT / "pyproject.toml"),
                                        "--hide-error-context", "--no-pretty", str(SNIPPET)])
     assert not stderr, stderr
-    return stdout.splitlines()
+    lines: list[str] = str(stdout).splitlines()
+    return lines
 
 
 def _names() -> dict[int, str]:
