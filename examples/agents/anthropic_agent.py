@@ -75,19 +75,16 @@ def run_streaming(client: CompactingAnthropic[Anthropic]) -> str | None:
 
 
 def main() -> int:
-    def client() -> CompactingAnthropic[Anthropic]:
-        return CompactingAnthropic(Anthropic(api_key="not-needed", base_url=ANTHROPIC_URL),
-                                   window=WINDOW, on_compaction=print)
-
-    def async_client() -> CompactingAnthropic[AsyncAnthropic]:
-        return CompactingAnthropic(AsyncAnthropic(api_key="not-needed",
-                                                  base_url=ANTHROPIC_URL),
-                                   window=WINDOW, on_compaction=print)
-
+    # The one line that matters: wrap the SDK's client (a real one; only its HTTP is mocked).
+    client = CompactingAnthropic(Anthropic(api_key="not-needed", base_url=ANTHROPIC_URL),
+                                 window=WINDOW, on_compaction=print)
+    async_client = CompactingAnthropic(
+        AsyncAnthropic(api_key="not-needed", base_url=ANTHROPIC_URL), window=WINDOW,
+        on_compaction=print)
     return demo("messages", {
-        "sync": lambda: run_sync(client()),
-        "async": lambda: asyncio.run(run_async(async_client())),
-        "streaming": lambda: run_streaming(client()),
+        "sync": lambda: run_sync(client),
+        "async": lambda: asyncio.run(run_async(async_client)),
+        "streaming": lambda: run_streaming(client),
     }, lambda body: messages.count_tokens(body["messages"], system=body["system"], model=MODEL,
                                           tools=body["tools"]),
         WINDOW - RESERVE)

@@ -74,18 +74,15 @@ def run_streaming(client: CompactingOpenAI[OpenAI]) -> str | None:
 
 
 def main() -> int:
-    def client() -> CompactingOpenAI[OpenAI]:
-        return CompactingOpenAI(OpenAI(api_key="not-needed", base_url=OPENAI_URL),
-                                window=WINDOW, on_compaction=print)
-
-    def async_client() -> CompactingOpenAI[AsyncOpenAI]:
-        return CompactingOpenAI(AsyncOpenAI(api_key="not-needed", base_url=OPENAI_URL),
-                                window=WINDOW, on_compaction=print)
-
+    # The one line that matters: wrap the SDK's client (a real one; only its HTTP is mocked).
+    client = CompactingOpenAI(OpenAI(api_key="not-needed", base_url=OPENAI_URL),
+                              window=WINDOW, on_compaction=print)
+    async_client = CompactingOpenAI(AsyncOpenAI(api_key="not-needed", base_url=OPENAI_URL),
+                                    window=WINDOW, on_compaction=print)
     return demo("responses", {
-        "sync": lambda: run_sync(client()),
-        "async": lambda: asyncio.run(run_async(async_client())),
-        "streaming": lambda: run_streaming(client()),
+        "sync": lambda: run_sync(client),
+        "async": lambda: asyncio.run(run_async(async_client)),
+        "streaming": lambda: run_streaming(client),
     }, lambda body: responses.count_tokens(body["input"], instructions=body["instructions"],
                                            model=MODEL, tools=body["tools"]),
         WINDOW - RESERVE)
