@@ -167,7 +167,7 @@ def tokens(messages: list[dict[str, Any]], tools: Any = None) -> int:
     return chat.count_tokens(messages, model=MODEL, tools=tools)
 
 
-SMALL = agent_history(2)
+SMALL: list[Any] = agent_history(2)
 BIG = agent_history(12)
 
 

@@ -55,6 +55,7 @@ from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
+from tests._support.plain import dicts
 from tests.test_anthropic_properties import histories
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -78,8 +79,7 @@ class Recorder:
 
 def sent(result: CompactionResult) -> list[dict[str, Any]]:
     """The Messages history a compaction returned."""
-    assert result.messages is not None
-    return result.messages
+    return dicts(result.messages)
 
 
 def never(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
@@ -299,7 +299,7 @@ def test_a_responses_compaction_item_stays_whole_in_place_and_what_it_covers_goe
     assert isinstance(result.input, list)
     responses.validate(result.input)
     assert [item for item in result.input if item.get("type") == "compaction"] == [ITEM]
-    cut = result.input.index(dict(ITEM))
+    cut = dicts(result.input).index(dict(ITEM))
     covered = {f"i{index}" for index, item in enumerate(items[:items.index(ITEM)])
                if item.get("role") not in ("user", "developer")}
     assert set(result.covered) == covered
@@ -388,7 +388,7 @@ def test_compact_defers_to_server_compaction_within_the_model_s_own_limit() -> N
 def test_compact_refuses_a_defer_setting_that_is_not_a_bool() -> None:
     with pytest.raises(ValidationError) as bad:
         responses.compact([EasyInputMessageParam(role="user", content="hi")], budget=100,
-                          defer_to_server="yes")
+                          defer_to_server="yes")  # type: ignore[arg-type]
     assert bad.value.details["field"] == "defer_to_server"
 
 
