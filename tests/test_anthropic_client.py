@@ -462,7 +462,8 @@ def test_beta_messages_compact_like_messages(route: respx.Route,
     assert_sendable(sent(route), agent_history(13))
     assert reports[-1].decision == "compacted"
     # one session behind both: the beta call's view is reused by a plain call that appends
-    client.messages.create(**call(agent_history(13) + one_round(99)))
+    client.messages.create(**call([*agent_history(13), {"role": "assistant", "content": "On it."},
+                                   {"role": "user", "content": "Thanks."}]))
     assert reports[-1].decision == "appended" and reports[-1].reused_items > 0
     count = client.beta.messages.count_tokens(model=MODEL, messages=BIG)
     assert count.input_tokens == 4_321 and sent(count_route)["messages"] == BIG

@@ -682,7 +682,8 @@ def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_pat
 
 def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """A huge newest tool result is clipped by default, refused with --strict; the task is
+    """A huge newest tool result is clipped (strict or not: a result over its share always
+    is); a huge newest user message is clipped by default, refused with --strict; the task is
     kept unless --no-keep-task."""
     history = _tool_history("bash")
     history[-1]["content"] = "line of log output\n" * 20_000
@@ -693,7 +694,11 @@ def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
     assert "1 clipped" in out and "task m0 kept" in out
     written = json.loads(out_path.read_text(encoding="utf-8"))
     assert "cutctx clipped this tool result" in written[-1]["content"]
-    code, _out, err = _main(capsys, "compact", path, "--budget", "1500", "--strict",
+    observation = tmp_path / "observation.json"
+    observation.write_text(json.dumps([*history[:-1], {**history[-1], "content": "done"},
+                                       {"role": "user", "content": "log line\n" * 20_000}]),
+                           encoding="utf-8")
+    code, _out, err = _main(capsys, "compact", observation, "--budget", "1500", "--strict",
                             "-o", out_path)
     assert code == 2 and "budget cannot be met" in err
     code, out, err = _main(capsys, "compact", path, "--budget", "1500", "--no-keep-task",

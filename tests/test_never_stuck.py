@@ -144,9 +144,15 @@ def test_the_task_gives_way_too_when_the_newest_alone_is_not_enough(
 
 
 def test_strict_keeps_the_refusal(o200k: TiktokenEstimator) -> None:
+    """A result over its share is clipped as any compaction clips it, strict or not (issue 31);
+    strict refuses what only a relaxation could fit: here a huge newest user message."""
     compact, args = chat_tool(huge(100_000))
+    clipped = compact(**args, budget=4_000, estimator=o200k, strict=True)
+    assert not clipped.budget_unmet and clipped.report.clipped_turn_ids == ("m3",)
+    history = [*args["messages"], {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": huge(100_000)}]
     with pytest.raises(BudgetUnsatisfiable):
-        compact(**args, budget=4_000, estimator=o200k, strict=True)
+        chat.compact(history, budget=4_000, estimator=o200k, strict=True)
 
 
 @pytest.mark.parametrize("name", TOOL_FORMATS)

@@ -59,7 +59,7 @@ from openai.types.responses.response_input_item_param import (
     McpCall,
 )
 
-from cutctx import Role, ValidationError
+from cutctx import Role, ToolResultMaskingPolicy, ValidationError
 from cutctx_adapters import CompactionResult, CompactionSession
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.openai import responses
@@ -203,8 +203,9 @@ def test_an_anthropic_server_result_is_masked_to_a_stub_of_its_own_type(kind: st
     snapshot = copy.deepcopy(history)
     tokens = messages.to_transcript(history, model=CLAUDE).transcript.turns[2].token_estimate
     budget = messages.count_tokens(history, model=CLAUDE) - tokens // 2
-    result = messages.compact(history, model=CLAUDE, budget=budget, keep_recent_results=0,
-                              max_result_share=1.0)
+    # masking alone (the default chain would give the rest of the room back as a clip)
+    result = messages.compact(history, model=CLAUDE, budget=budget,
+                              policy=ToolResultMaskingPolicy(0))
     assert history == snapshot
     messages.validate(sent(result))
     assert [r.kind for r in result.replacements] == ["masked"]

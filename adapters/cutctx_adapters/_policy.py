@@ -2,7 +2,8 @@
 
 Without a policy of the caller's, the adapters escalate: deduplicate repeated tool results, clip
 oversized ones, mask old ones (keeping a digest), summarize the oldest span just large enough
-(with a summarizer), and only then drop the oldest exchanges — user messages last of all.
+(with a summarizer), and only then drop the oldest exchanges — user messages last of all; then
+give back, newest first, what that took beyond the budget (``FillingPolicy``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from cutctx import (
     CompactionPolicy,
     DeduplicateResultsPolicy,
     DropOldestPolicy,
+    FillingPolicy,
     PolicyChain,
     SpanSummarizingPolicy,
     TokenEstimator,
@@ -112,4 +114,4 @@ def choose_policy(
         prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
         members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
     members.append(UserLastDropPolicy() if options.keep_user_turns else DropOldestPolicy())
-    return PolicyChain(members)
+    return FillingPolicy(PolicyChain(members), estimator=stub_estimator)
