@@ -119,14 +119,31 @@ class Meter:
 
 
 class Recorder:
-    """A stand-in ``OpenAI`` client: ``chat.completions.create`` hands back what it was sent."""
+    """A real ``OpenAI`` client whose HTTP never leaves the process: each request's JSON body is
+    kept (``sent``) and answered with a minimal completion, so a wrapper is measured on what it
+    really sends."""
 
     def __init__(self) -> None:
-        self.chat = self
-        self.completions = self
+        import httpx2
+        from openai import OpenAI
 
-    def create(self, **request: Any) -> dict[str, Any]:
-        return request
+        self.sent: list[dict[str, Any]] = []
+
+        def answer(request: httpx2.Request) -> httpx2.Response:
+            self.sent.append(json.loads(request.content))
+            return httpx2.Response(200, json={
+                "id": "chatcmpl-replay", "object": "chat.completion", "created": 0,
+                "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": "ok"}}]})
+
+        self.client = OpenAI(api_key="replay", base_url="http://replay.invalid/v1",
+                             max_retries=0,
+                             http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+
+    def messages(self) -> Messages:
+        """The messages of the latest request sent."""
+        messages: Messages = self.sent[-1]["messages"]
+        return messages
 
 
 def replay_none(requests: Iterable[Messages], meter: Meter) -> None:
@@ -180,19 +197,20 @@ def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int,
 
     summarizer = FirstSentences() if summarize else None
     reports: list[CallReport] = []
-    clients = [CompactingOpenAI(Recorder(), window=window, reserve=reserve,
+    recorder = Recorder()
+    clients = [CompactingOpenAI(recorder.client, window=window, reserve=reserve,
                                 summarizer=summarizer, estimator=estimator,
-                                on_compaction=reports.append,
+                                on_call=reports.append,
                                 **settings, **({"store": stores()} if stores else {}))
                for _ in range(workers)]
     for number, messages in enumerate(requests):
         client = clients[number % workers]
         try:
-            sent = client.chat.completions.create(model=MODEL, messages=messages)
+            client.chat.completions.create(model=MODEL, messages=messages)
         except CompactionError:
             meter.failed()
             continue
-        meter.record(sent["messages"])
+        meter.record(recorder.messages())
     out = meter.outcome
     out.summarizer_calls = None if summarizer is None else summarizer.calls
     out.decisions.update(report.decision for report in reports)

@@ -139,10 +139,11 @@ TARGET = 2_000
 BUDGET = WINDOW - MAX_TOKENS
 
 
-def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingAnthropic:
+def wrap(client: Any, reports: list[Any] | None = None,
+         **settings: Any) -> CompactingAnthropic[Any]:
     settings = {"window": WINDOW, "trigger": TRIGGER, "target": TARGET, **settings}
-    on_compaction = reports.append if reports is not None else None
-    return CompactingAnthropic(client, on_compaction=on_compaction, **settings)
+    on_call = reports.append if reports is not None else None
+    return CompactingAnthropic(client, on_call=on_call, **settings)
 
 
 def call(messages_: Any, **fields: Any) -> dict[str, Any]:
@@ -589,13 +590,13 @@ def test_tool_definitions_count_toward_the_prompt(route: respx.Route) -> None:
 
 def test_the_window_comes_from_the_table_or_the_caller(route: respx.Route) -> None:
     reports: list[Any] = []
-    CompactingAnthropic(sdk(), on_compaction=reports.append).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append).messages.create(
         **call(SMALL, model="claude-sonnet-4-5-20250929"))
-    CompactingAnthropic(sdk(), on_compaction=reports.append).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append).messages.create(
         **call(SMALL, model="claude-3-5-haiku-latest", max_tokens=2_000))
-    CompactingAnthropic(sdk(), on_compaction=reports.append, window=50_000).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append, window=50_000).messages.create(
         **call(SMALL))
-    CompactingAnthropic(sdk(), on_compaction=reports.append,
+    CompactingAnthropic(sdk(), on_call=reports.append,
                         windows={"acme-claude": 32_000}).messages.create(
         **call(SMALL, model="acme-claude-7b"))
     assert [r.prompt_budget for r in reports] == [

@@ -107,7 +107,8 @@ def test_the_wrapped_client_sends_the_loop_within_the_window() -> None:
         client = CompactingOpenAI(OpenAI(api_key="k", base_url="https://api.openai.test/v1",
                                          max_retries=0), window=16_000)
         for _, items in LOOP.requests("chat"):
-            client.chat.completions.create(model="gpt-4o", messages=items)
+            messages: list[Any] = items  # plain dicts, as an agent keeps them
+            client.chat.completions.create(model="gpt-4o", messages=messages)
         wire = [json.loads(call.request.content)["messages"] for call in route.calls]
     budget = 16_000 - 4_096
     arrived = wire[HUGE_AT + 1]

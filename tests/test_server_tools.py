@@ -63,6 +63,7 @@ from cutctx import Role, ToolResultMaskingPolicy, ValidationError
 from cutctx_adapters import CompactionResult, CompactionSession
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.openai import responses
+from tests._support.plain import dicts
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -74,8 +75,7 @@ PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA
 
 def sent(result: CompactionResult) -> list[dict[str, Any]]:
     """The Messages history a compaction returned."""
-    assert result.messages is not None
-    return result.messages
+    return dicts(result.messages)
 
 
 def conforms(param_type: Any, value: Any) -> None:
@@ -341,7 +341,7 @@ def test_a_responses_tool_item_gives_way_like_a_tool_output(kind: str) -> None:
     assert items == snapshot
     assert isinstance(result.input, list)
     responses.validate(result.input)
-    stub = result.input[1]
+    stub = dicts(result.input)[1]
     assert {key: stub[key] for key in ("type", "id", "status")} == {
         key: item[key] for key in ("type", "id", "status")}
     assert stub[field] != item[field]

@@ -78,10 +78,11 @@ class CompactionResult:
     view: Transcript
     conversion: Conversion[Any] = field(repr=False)
     overhead_tokens: int = 0
-    messages: list[dict[str, Any]] | None = None
+    messages: Any = None
+    """Typed by each format's result class (``chat.ChatResult``, ...), as its SDK takes it."""
     system: Any = None
     instructions: Any = None
-    input: str | list[dict[str, Any]] | None = None
+    input: Any = None
     summarization_fallback: bool = False
     rendered: Any = field(default=None, repr=False)
     """The format's own rendering (what ``conversion.render(view)`` returned)."""

@@ -8,9 +8,8 @@ give back, newest first, what that took beyond the budget (``FillingPolicy``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Literal, TypedDict
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from cutctx import (
     CompactionPolicy,
@@ -31,7 +30,6 @@ from .prompts import DEFAULT_PROMPT_ID
 __all__ = [
     "DEFAULT_DIGEST_TOKENS",
     "OnSummaryError",
-    "PolicyKeywords",
     "PolicyOptions",
     "choose_policy",
 ]
@@ -39,19 +37,6 @@ __all__ = [
 OnSummaryError = Literal["raise", "fallback"]
 DEFAULT_DIGEST_TOKENS = 48
 """Tokens a masked tool result keeps of what it said (first line, errors, codes, last line)."""
-
-
-class PolicyKeywords(TypedDict, total=False):
-    """The policy settings ``compact``/``plan`` of every format take as keywords."""
-
-    keep_recent_results: int
-    keep_task: bool
-    keep_user_turns: bool
-    digest_tokens: int
-    max_result_tokens: int | None
-    max_result_share: float
-    on_summary_error: OnSummaryError
-    strict: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +79,6 @@ class PolicyOptions:
         if self.on_summary_error not in ("raise", "fallback"):
             raise ValidationError("on_summary_error must be 'raise' or 'fallback'",
                                   {"field": "on_summary_error"})
-
-    @classmethod
-    def of(cls, keywords: Mapping[str, Any]) -> PolicyOptions:
-        """Options from keyword arguments; an unknown keyword is refused by name."""
-        known = {field.name for field in fields(cls)}
-        for name in keywords:
-            if name not in known:
-                raise ValidationError(f"unknown option {name!r}", {"field": name})
-        return cls(**keywords)
 
 
 def _whole(value: Any, name: str, minimum: int) -> None:

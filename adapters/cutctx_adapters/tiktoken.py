@@ -42,7 +42,9 @@ __all__ = [
 ]
 
 DEFAULT_ENCODING = "o200k_base"
+"""The encoding used when neither a model nor an encoding is given."""
 DEFAULT_CACHE_SIZE = 65536
+"""Texts whose counts an estimator remembers (an LRU)."""
 PIECE_CHARS = 1 << 18
 """Characters of a long text encoded at a time (the cut falls at the next safe boundary)."""
 

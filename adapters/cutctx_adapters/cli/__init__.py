@@ -25,11 +25,6 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
-        require("rich", "cli")
-        require("tiktoken", "cli")
-    except ImportError as exc:
-        return _fail(str(exc))
     from ._args import build_parser
 
     parser = build_parser()
@@ -37,6 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT if exc.code else 0
+    try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
+        require("rich", "cli")
+        require("tiktoken", "cli")
+    except ImportError as exc:
+        return _fail(str(exc))
+    from ._progress import progress
     source = getattr(args, "file", "-")
     source = "<stdin>" if source == "-" else source
     # The main job must work offline: without tiktoken's files, count ~4 characters a token
@@ -46,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                code: int = args.run(args)
+                with progress(f"cutctx {args.command}: working on {visible(source)}"):
+                    code: int = args.run(args)
             finally:
                 _notes(caught)
         return code

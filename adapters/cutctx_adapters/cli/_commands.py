@@ -18,6 +18,7 @@ from ..fulfil import Summarizer
 from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
+from ._progress import done
 from ._render import InspectView, make_console, render_count, render_inspect
 from ._rows import plan_rows, turn_rows
 from ._visible import visible
@@ -160,8 +161,9 @@ def _policy_label(name: str, version: str) -> str:
 def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
           policy: CompactionPolicy | None, summarizer: Summarizer | None) -> Job:
     return doc.format.plan(doc.history, doc.side, doc.body, model=model, budget=budget,
-                           policy=policy, summarizer=summarizer, pin=args.pin,
-                           keep_recent=args.keep_recent, settings=policy_settings(args))
+                           policy=policy, summarizer=summarizer, pin=getattr(args, "pin", None),
+                           keep_recent=getattr(args, "keep_recent", None),
+                           settings=policy_settings(args))
 
 
 def _compact_summary(doc: Document, output: str, budget: Budget,
@@ -191,6 +193,7 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
 
 
 def _print_json(data: Any, *, stderr: bool = False) -> None:
+    done()  # the progress spinner ends before the results print
     stream = sys.stderr if stderr else sys.stdout
     stream.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     stream.flush()

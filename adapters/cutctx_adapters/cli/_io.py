@@ -26,6 +26,7 @@ from typing import Any
 
 from ._errors import CliError
 from ._formats import FORMATS, Format, format_named
+from ._progress import done
 
 __all__ = ["DEFAULT_MAX_BYTES", "Document", "detect", "load", "read_json", "write_json"]
 
@@ -205,6 +206,7 @@ def write_json(path: str, data: Any) -> None:
     except UnicodeEncodeError:
         text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
     if path == "-":
+        done()  # the progress spinner ends before the results print
         sys.stdout.write(text)
         sys.stdout.flush()
         return

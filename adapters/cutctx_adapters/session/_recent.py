@@ -19,17 +19,15 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from .._conversion import MAX_DEPTH, Growing
 from .._grown import GrownList
+from ..settings import PrefixCheck
 from ._alike import sent_alike
 from ._known import text_size
 
 __all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused"]
-
-PrefixCheck = Literal["identity", "content"]
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Recent:

@@ -10,16 +10,19 @@ by another version, say) counts as missing and is replaced, so it never poisons 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from cutctx import SummarizationRequest, TranscriptTurn
+from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
 
 from .._canonical_key import span_key
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..stores import Store, aproduce_once, produce_once
+from ._observe import current
 
 __all__ = ["SharedSummaries"]
 
@@ -71,35 +74,82 @@ class _Answer:
 
 class SharedSummaries:
     """Wraps a summarizer so each span is produced once across everything sharing ``store``,
-    and only summaries that pass ``check`` (the job's own) are stored or taken from it."""
+    and only summaries that pass ``check`` (the job's own) are stored or taken from it; each
+    request adds its figures (time, store hit or miss, tokens) to its call's."""
 
     def __init__(self, store: Store, timeout: float) -> None:
         self.store = store
         self.timeout = timeout
 
-    def sync(self, summarizer: AnySummarizer, check: SummaryCheck) -> AnySummarizer:
+    def sync(self, summarizer: AnySummarizer, check: SummaryCheck,
+             estimator: TokenEstimator) -> AnySummarizer:
         def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> Any:
             answer = _Answer(request, check)
-            return answer.text(produce_once(
-                self.store, _NAMESPACE + span_key(request, turns),
-                lambda: answer.stored(summarizer(request, turns)),
-                lease=self.timeout, timeout=self.timeout, accept=answer.usable))
+            with _Measured(request, turns, summarizer, estimator) as measured:
+                def produce() -> bytes | None:
+                    with measured.producing():
+                        measured.text = summarizer(request, turns)
+                    return answer.stored(measured.text)
+
+                return answer.text(produce_once(
+                    self.store, _NAMESPACE + span_key(request, turns), produce,
+                    lease=self.timeout, timeout=self.timeout, accept=answer.usable))
 
         return summarize
 
-    def asynchronous(self, summarizer: AnySummarizer, check: SummaryCheck) -> AnySummarizer:
+    def asynchronous(self, summarizer: AnySummarizer, check: SummaryCheck,
+                     estimator: TokenEstimator) -> AnySummarizer:
         async def summarize(request: SummarizationRequest,
                             turns: Sequence[TranscriptTurn]) -> Any:
             answer = _Answer(request, check)
+            with _Measured(request, turns, summarizer, estimator) as measured:
+                async def produce() -> bytes | None:
+                    with measured.producing():
+                        text: Any = summarizer(request, turns)
+                        if inspect.isawaitable(text):
+                            text = await text
+                    measured.text = text
+                    return answer.stored(text)
 
-            async def produce() -> bytes | None:
-                text: Any = summarizer(request, turns)
-                if inspect.isawaitable(text):
-                    text = await text
-                return answer.stored(text)
-
-            return answer.text(await aproduce_once(
-                self.store, _NAMESPACE + span_key(request, turns), produce,
-                lease=self.timeout, timeout=self.timeout, accept=answer.usable))
+                return answer.text(await aproduce_once(
+                    self.store, _NAMESPACE + span_key(request, turns), produce,
+                    lease=self.timeout, timeout=self.timeout, accept=answer.usable))
 
         return summarize
+
+
+class _Measured:
+    """One summary request's figures, added to its call's ``CallStats`` (if any) at the end."""
+
+    def __init__(self, request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+                 summarizer: AnySummarizer, estimator: TokenEstimator) -> None:
+        self.request, self.turns, self.summarizer = request, turns, summarizer
+        self.estimator = estimator
+        self.stats = current()
+        self.text: object = None
+        self.produced = False
+        self.producing_seconds = 0.0
+        self._timing = contextlib.ExitStack()
+
+    def __enter__(self) -> _Measured:
+        self.start_ns = time.time_ns()
+        if self.stats is not None:
+            self._timing.enter_context(self.stats.summary())
+        return self
+
+    @contextlib.contextmanager
+    def producing(self) -> Iterator[None]:
+        self.produced = True
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.producing_seconds += time.perf_counter() - start
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        self._timing.close()
+        if self.stats is not None:
+            output = (self.estimator.estimate_tokens(self.text)
+                      if self.produced and isinstance(self.text, str) else 0)
+            self.stats.record(self.request, self.turns, self.start_ns, output, self.produced,
+                              self.producing_seconds, self.summarizer, error)
