@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._canonical import sha256_text
-from ._digest import digest_ranges
+from ._digest import Lines, choose, lines_of
 from .estimator import TokenEstimator
 from .types import Action, Excerpt, TurnReplacement
 
@@ -166,6 +166,13 @@ class _Shape:
     tokens: int
     digest: str
     subject: str
+    _lines: list[Lines] = field(default_factory=list)
+
+    def lines(self) -> Lines:
+        """The text's lines, read once for every cut tried."""
+        if not self._lines:
+            self._lines.append(lines_of(self.content))
+        return self._lines[0]
 
     def clip(self, chars: int, estimator: TokenEstimator) -> Clip:
         """The clip keeping about ``chars`` characters of text: head and tail, and salient
@@ -177,9 +184,9 @@ class _Shape:
         start, end = _outside_atoms(start, end, atoms)
         inside = [atom for atom in atoms if start <= atom.start and atom.end <= end]
         middle = [atom for atom in inside if atom in self.kept_atoms]
-        lines = [(start + a, start + b) for a, b in digest_ranges(
-            content[start:end], int((chars - ends) / self.per_token), estimator, ends=False)
-            if not any(atom.start < start + b and start + a < atom.end for atom in atoms)]
+        lines = [(a, b) for a, b in choose(
+            self.lines(), content, int((chars - ends) / self.per_token), estimator, ends=False,
+            within=(start, end)) if not any(atom.start < b and a < atom.end for atom in atoms)]
         kept = sorted([*((atom.start, atom.end) for atom in middle), *lines])
         excerpt = ((0, start), *kept, (end, len(content)))
         elided = content[start:end]

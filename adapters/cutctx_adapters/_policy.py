@@ -114,4 +114,6 @@ def choose_policy(
         prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
         members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
     members.append(UserLastDropPolicy() if options.keep_user_turns else DropOldestPolicy())
-    return FillingPolicy(PolicyChain(members), estimator=stub_estimator)
+    return FillingPolicy(PolicyChain(members), estimator=stub_estimator,
+                         max_result_fraction=options.max_result_share,
+                         max_result_tokens=options.max_result_tokens)

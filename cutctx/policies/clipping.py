@@ -6,7 +6,7 @@ import math
 
 from .._checks import require_int
 from .._clipping import atoms_of, plan_clip
-from .._replaced import text_sha256
+from .._replaced import KIND_KEY, original_figures, text_sha256
 from .._structure import require_inputs
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
@@ -28,7 +28,8 @@ class ToolResultClipPolicy:
     while over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the
     budget, whichever is smaller (at least one must be set). A result protected only for being
     recent is clipped too: protection keeps a result's head and tail, not its whole size, so
-    one huge new result gives way before anything older does.
+    one huge new result gives way before anything older does. A clip wider than the cap (one
+    an earlier plan widened into room it had) is clipped again to the cap.
 
     >>> ToolResultClipPolicy(2_000).cap(CompactionBudget(100_000))
     2000
@@ -70,13 +71,19 @@ class ToolResultClipPolicy:
         over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
 
         def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
-            clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
-                             original_sha256=text_sha256(turn),
-                             atoms=atoms_of(turn.metadata, len(turn.content)))
+            if turn.metadata.get(KIND_KEY) == "clipped":  # a wider clip, clipped to its share
+                tokens, sha = original_figures(turn, quoted=False)
+                clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
+                                 original_tokens=tokens, original_sha256=sha)
+            else:
+                clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
+                                 original_sha256=text_sha256(turn),
+                                 atoms=atoms_of(turn.metadata, len(turn.content)))
             return None if clip is None else clip.replacement()
 
         return replace_tool_results(
             transcript, budget, body, action=Action.CLIP, candidates=over, recent_too=True,
+            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, "clipped"),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 
