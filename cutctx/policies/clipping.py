@@ -20,7 +20,10 @@ from ..types import (
 )
 from ._replacing import chosen_estimator, replace_tool_results, tool_positions
 
-__all__ = ["ToolResultClipPolicy"]
+__all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
+
+MIN_CLIP_TOKENS = 128
+"""The least a share of the budget clips a result to: a marker takes about 50 tokens."""
 
 
 class ToolResultClipPolicy:
@@ -57,10 +60,13 @@ class ToolResultClipPolicy:
         self.estimator, self._default_estimator = chosen_estimator(estimator)
 
     def cap(self, budget: CompactionBudget) -> int:
-        """The largest a tool result may stay, for this budget."""
+        """The largest a tool result may stay, for this budget: never less than
+        ``MIN_CLIP_TOKENS`` (within the budget), so a small budget still holds a clip that says
+        something beside its marker, rather than a result giving way whole."""
         caps = [] if self.max_result_tokens is None else [self.max_result_tokens]
         if self.max_result_fraction is not None:
-            caps.append(max(1, math.floor(budget.max_tokens * self.max_result_fraction)))
+            share = max(1, math.floor(budget.max_tokens * self.max_result_fraction))
+            caps.append(max(share, min(MIN_CLIP_TOKENS, budget.max_tokens)))
         return min(caps)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
