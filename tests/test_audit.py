@@ -330,3 +330,30 @@ def test_stubs_and_markers_name_the_sha256_a_user_can_check() -> None:
                           keep_recent_results=0)
     canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert hashlib.sha256(canonical.encode()).hexdigest() in json.dumps(result.messages)
+
+
+def test_a_thinking_loop_is_clipped_not_refused() -> None:
+    """Point 16: thinking stays whole, the results of the final tool loop give way."""
+    big = "\n".join(f"line {n}: output of the third tool call" for n in range(160))
+    history = [
+        {"role": "user", "content": "Task: " + "do the thing carefully " * 60},
+        {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Three files to read.", "signature": "sig1"},
+            *({"type": "tool_use", "id": f"t{k}", "name": "read", "input": {"k": k}}
+              for k in range(3))]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t0", "content": "short 0"},
+            {"type": "tool_result", "tool_use_id": "t1", "content": "short 1"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": big}]}]
+    session = CompactionSession(anthropic_messages.FORMAT, model="claude-sonnet-4-5",
+                                window=3_024)
+    prepared = session.prepare(model="claude-sonnet-4-5", max_tokens=1_024,
+                               system="You are careful. " * 60, messages=history,
+                               thinking={"type": "enabled", "budget_tokens": 512})
+    assert not prepared.report.budget_unmet
+    assert prepared.report.turns is not None and prepared.report.turns.clipped == ("m4.2",)
+    sent = prepared.request["messages"]
+    assert sent[-2]["content"][0] == history[3]["content"][0]  # the thinking block, whole
+    anthropic_messages.validate(sent, system=prepared.request["system"],
+                                thinking={"type": "enabled", "budget_tokens": 512})
