@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ class FakeSummaries:
     def __init__(self) -> None:
         self.calls = 0
 
-    def __call__(self, request: SummarizationRequest, turns: list[TranscriptTurn]) -> str:
+    def __call__(self, request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
         self.calls += 1
         return f"Read {len(turns)} earlier turns: modules listed, no failure found yet."
 
@@ -115,8 +115,7 @@ def _fixed_tokens(key: str, body: dict[str, Any]) -> int:
 
 
 def agents_rows() -> list[Row]:
-    from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession
-    from agents import function_tool
+    from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool
     from agents.extensions import ToolOutputTrimmer
     from agents.memory import SessionSettings
     from openai import AsyncOpenAI
@@ -169,17 +168,21 @@ def langchain_rows() -> list[Row]:
         SummarizationMiddleware,
     )
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.runnables import RunnableConfig
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
+    from pydantic import SecretStr
 
     from cutctx_adapters.integrations.langchain import CompactionMiddleware
 
     def run(option: str, middleware: list[Any], summaries: Callable[[], int] = lambda: 0
             ) -> Row:
-        model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key="offline", max_retries=0)
+        model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key=SecretStr("offline"),
+                           max_retries=0)
         agent = create_agent(model, tools=[read_file], system_prompt=INSTRUCTIONS,
                              middleware=middleware, checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": option}, "recursion_limit": 4 * STEPS}
+        config: RunnableConfig = {"configurable": {"thread_id": option},
+                                  "recursion_limit": 4 * STEPS}
         with scripted_api(STEPS, answer_every=STEPS // RUNS) as api:
             text = TASK
             for _ in range(RUNS):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import pytest
 
@@ -31,11 +32,11 @@ def test_the_package_imports_no_framework() -> None:
     assert integrations.__all__ == []
 
 
-USER = {"role": "user", "content": "Fix it."}
-CALL = {"role": "assistant", "content": "", "tool_calls": [
+USER: dict[str, Any] = {"role": "user", "content": "Fix it."}
+CALL: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}
-RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a long file"}
-REPLY = {"role": "assistant", "content": "Done."}
+RESULT: dict[str, Any] = {"role": "tool", "tool_call_id": "c1", "content": "a long file"}
+REPLY: dict[str, Any] = {"role": "assistant", "content": "Done."}
 
 
 def test_kept_items_are_found_in_order_and_new_ones_are_not() -> None:

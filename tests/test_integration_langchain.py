@@ -5,36 +5,38 @@ checkpointed conversation of four invocations, 212 tool-calling turns."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 
-pytest.importorskip("langchain", reason="needs the langchain extra: pip install 'cutctx[langchain]'")
+pytest.importorskip("langchain",
+                    reason="needs the langchain extra: pip install 'cutctx[langchain]'")
 pytest.importorskip("langchain_openai", reason="needs langchain-openai (in cutctx[dev])")
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain.agents.middleware.types import (  # noqa: E402
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import (  # noqa: E402
+from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
 )
-from langchain_openai import ChatOpenAI  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import SecretStr
 
-from cutctx import ValidationError  # noqa: E402
-from cutctx_adapters.integrations.langchain import CompactionMiddleware  # noqa: E402
-from cutctx_adapters.session import CallReport  # noqa: E402
+from cutctx import ValidationError
+from cutctx_adapters.integrations.langchain import CompactionMiddleware
+from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (  # noqa: E402
+from ._support.frameworks import (
     ANSWER,
     BASE_URL,
     INSTRUCTIONS,
@@ -69,15 +71,17 @@ class _Spy(AgentMiddleware[AgentState[Any], Any, Any]):
                            request.system_message))
         return handler(request)
 
-    async def awrap_model_call(self, request: ModelRequest[Any], handler: Any
-                               ) -> ModelResponse[Any]:
+    async def awrap_model_call(
+            self, request: ModelRequest[Any],
+            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+    ) -> ModelResponse[Any]:
         self.calls.append((list(request.state["messages"]), list(request.messages),
                            request.system_message))
         return await handler(request)
 
 
 def _agent(middleware: CompactionMiddleware, spy: _Spy) -> Any:
-    model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key="test", max_retries=0)
+    model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key=SecretStr("test"), max_retries=0)
     return create_agent(model, tools=[read_file], system_prompt=INSTRUCTIONS,
                         middleware=[middleware, spy], checkpointer=InMemorySaver())
 

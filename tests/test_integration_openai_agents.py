@@ -12,21 +12,28 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("agents", reason="needs the openai-agents extra: pip install 'cutctx[openai-agents]'")
+pytest.importorskip("agents",
+                    reason="needs the openai-agents extra: pip install 'cutctx[openai-agents]'")
 
-from agents import Agent, ModelSettings, Runner, RunConfig, function_tool  # noqa: E402
-from agents import OpenAIResponsesModel  # noqa: E402
-from agents.run_config import CallModelData, ModelInputData  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIResponsesModel,
+    RunConfig,
+    Runner,
+    function_tool,
+)
+from agents.run_config import CallModelData, ModelInputData
+from openai import AsyncOpenAI
 
-from cutctx_adapters.integrations.openai_agents import (  # noqa: E402
+from cutctx_adapters.integrations.openai_agents import (
     SERVER_HELD,
     CompactingInputFilter,
     compacting_input_filter,
 )
-from cutctx_adapters.session import CallReport  # noqa: E402
+from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (  # noqa: E402
+from ._support.frameworks import (
     ANSWER,
     BASE_URL,
     INSTRUCTIONS,

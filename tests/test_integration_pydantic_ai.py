@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pydantic_ai", reason="needs the pydantic-ai extra: pip install 'cutctx[pydantic-ai]'")
+pytest.importorskip("pydantic_ai",
+                    reason="needs the pydantic-ai extra: pip install 'cutctx[pydantic-ai]'")
 
-from openai import AsyncOpenAI  # noqa: E402
-from pydantic_ai import Agent, RunContext  # noqa: E402
-from pydantic_ai.capabilities import AbstractCapability, ProcessHistory  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from openai import AsyncOpenAI
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
+from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
     ModelRequest,
@@ -24,18 +25,18 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestContext  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
-from pydantic_ai.usage import UsageLimits  # noqa: E402
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.usage import UsageLimits
 
-from cutctx_adapters.integrations.pydantic_ai import (  # noqa: E402
+from cutctx_adapters.integrations.pydantic_ai import (
     CompactionCapability,
     compacting_history_processor,
 )
-from cutctx_adapters.session import CallReport  # noqa: E402
+from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (  # noqa: E402
+from ._support.frameworks import (
     ANSWER,
     BASE_URL,
     INSTRUCTIONS,

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scripted_api import ANSWER, BASE_URL, INSTRUCTIONS, TASK, read_file, scripted_api
 from langchain.agents import create_agent
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from cutctx_adapters.integrations.langchain import CompactionMiddleware
 from cutctx_adapters.openai import chat
@@ -25,7 +26,7 @@ MODEL, WINDOW, RESERVE, STEPS = "gpt-4o", 4_000, 500, 30
 
 
 def main() -> int:
-    model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key="offline", max_retries=0)
+    model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key=SecretStr("offline"), max_retries=0)
     agent = create_agent(model, tools=[read_file], system_prompt=INSTRUCTIONS,
                          middleware=[CompactionMiddleware(  # <- the one line
                              window=WINDOW, reserve=RESERVE, on_compaction=print)])

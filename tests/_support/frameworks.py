@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "integrations"))
 
-from _scripted_api import (  # noqa: E402
+from _scripted_api import (
     ANSWER,
     BASE_URL,
     INSTRUCTIONS,
@@ -25,8 +25,8 @@ from _scripted_api import (  # noqa: E402
     scripted_api,
 )
 
-from cutctx_adapters.openai import chat, responses  # noqa: E402
-from cutctx_adapters.session import CallReport  # noqa: E402
+from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.session import CallReport
 
 __all__ = ["ANSWER", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK", "WINDOW", "Wire",
            "read_file", "scripted_api"]

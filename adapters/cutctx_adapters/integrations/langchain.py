@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from .._requires import require
 
@@ -35,7 +35,6 @@ from langchain.agents.middleware.types import (  # noqa: E402
 )
 from langchain_core.messages import (  # noqa: E402
     AnyMessage,
-    BaseMessage,
     HumanMessage,
     RemoveMessage,
     convert_to_messages,
@@ -182,7 +181,7 @@ def restored(messages: Sequence[AnyMessage], given: Sequence[dict[str, Any]],
     return out
 
 
-def _new_message(item: dict[str, Any]) -> BaseMessage:
+def _new_message(item: dict[str, Any]) -> AnyMessage:
     """A message cutctx made (a summary): of the class its role says, with an id derived from
     its content, so the same summary has the same id in every process."""
     digest = hashlib.sha256(str(item.get("content")).encode("utf-8", "surrogatepass"))
@@ -190,4 +189,5 @@ def _new_message(item: dict[str, Any]) -> BaseMessage:
         return HumanMessage(content=item.get("content") or "",
                             id=f"cutctx-summary-{digest.hexdigest()[:16]}")
     message = convert_to_messages([item])[0]
-    return message.model_copy(update={"id": f"cutctx-summary-{digest.hexdigest()[:16]}"})
+    return cast("AnyMessage", message.model_copy(
+        update={"id": f"cutctx-summary-{digest.hexdigest()[:16]}"}))
