@@ -36,20 +36,7 @@ from cutctx import ValidationError
 from cutctx_adapters.integrations.langchain import CompactionMiddleware
 from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (
-    ANSWER,
-    BASE_URL,
-    INSTRUCTIONS,
-    MODEL,
-    RESERVE,
-    TASK,
-    WINDOW,
-    Wire,
-    check_wire,
-    read_file,
-    same_objects,
-    scripted_api,
-)
+from ._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -81,13 +68,14 @@ class _Spy(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 def _agent(middleware: CompactionMiddleware, spy: _Spy) -> Any:
-    model = ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key=SecretStr("test"), max_retries=0)
-    return create_agent(model, tools=[read_file], system_prompt=INSTRUCTIONS,
+    model = ChatOpenAI(model=fw.MODEL, base_url=fw.BASE_URL, api_key=SecretStr("test"),
+                       max_retries=0)
+    return create_agent(model, tools=[fw.read_file], system_prompt=fw.INSTRUCTIONS,
                         middleware=[middleware, spy], checkpointer=InMemorySaver())
 
 
 def _talk(agent: Any, runs: int) -> list[AnyMessage]:
-    state = agent.invoke({"messages": [{"role": "user", "content": TASK}]}, config=THREAD)
+    state = agent.invoke({"messages": [{"role": "user", "content": fw.TASK}]}, config=THREAD)
     for _ in range(runs - 1):
         state = agent.invoke({"messages": [{"role": "user", "content": "Go on."}]},
                              config=THREAD)
@@ -96,22 +84,23 @@ def _talk(agent: Any, runs: int) -> list[AnyMessage]:
 
 
 @pytest.fixture(scope="module")
-def conversation(tiktoken_cache: Any) -> Iterator[tuple[Wire, _Spy, list[AnyMessage]]]:
+def conversation(tiktoken_cache: Any) -> Iterator[tuple[fw.Wire, _Spy, list[AnyMessage]]]:
     reports: list[CallReport] = []
     spy = _Spy()
-    agent = _agent(CompactionMiddleware(window=WINDOW, reserve=RESERVE, on_call=reports.append),
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE,
+                                        on_call=reports.append),
                    spy)
-    with scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
+    with fw.scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
         messages = _talk(agent, RUNS)
-    yield Wire.of(api, reports), spy, messages
+    yield fw.Wire.of(api, reports), spy, messages
 
 
 def test_every_request_fits_is_paired_and_keeps_the_system_message(conversation: Any
                                                                    ) -> None:
     wire, _, messages = conversation
-    check_wire(wire, calls=RUNS * (STEPS + 1))
+    fw.check_wire(wire, calls=RUNS * (STEPS + 1))
     assert [message.content for message in messages if isinstance(message, AIMessage)
-            and not message.tool_calls] == [ANSWER] * RUNS
+            and not message.tool_calls] == [fw.ANSWER] * RUNS
 
 
 def test_kept_messages_are_the_callers_and_stubs_are_copies_of_their_class(conversation: Any
@@ -119,8 +108,8 @@ def test_kept_messages_are_the_callers_and_stubs_are_copies_of_their_class(conve
     _, spy, _ = conversation
     stubs = 0
     for state, sent, system in spy.calls:
-        assert system is not None and system.content == INSTRUCTIONS
-        same_objects(state, sent)
+        assert system is not None and system.content == fw.INSTRUCTIONS
+        fw.same_objects(state, sent)
         by_id = {message.id: message for message in state}
         for message in sent:
             if any(message is other for other in state):
@@ -147,12 +136,12 @@ def test_the_stored_history_is_left_whole(conversation: Any) -> None:
 def test_persist_replaces_the_checkpointed_history_with_what_was_sent() -> None:
     reports: list[CallReport] = []
     spy = _Spy()
-    agent = _agent(CompactionMiddleware(window=WINDOW, reserve=RESERVE, persist=True,
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE, persist=True,
                                         on_call=reports.append), spy)
-    with scripted_api(60, answer_every=30) as api:
+    with fw.scripted_api(60, answer_every=30) as api:
         messages = _talk(agent, 2)
-    wire = Wire.of(api, reports)
-    assert max(wire.tokens(body) for body in api.sent) <= WINDOW - RESERVE
+    wire = fw.Wire.of(api, reports)
+    assert max(wire.tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE
     assert len(messages) < 40 < len(api.sent)  # the checkpoint stopped growing
     assert reports[-1].decision in ("unchanged", "appended", "compacted")
     compacted = [index for index, report in enumerate(reports[:-1])
@@ -166,14 +155,14 @@ def test_persist_replaces_the_checkpointed_history_with_what_was_sent() -> None:
 def test_ainvoke_compacts_through_awrap_model_call() -> None:
     reports: list[CallReport] = []
     spy = _Spy()
-    agent = _agent(CompactionMiddleware(window=WINDOW, reserve=RESERVE,
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE,
                                         on_call=reports.append), spy)
-    with scripted_api(12) as api:
-        state = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": TASK}]},
+    with fw.scripted_api(12) as api:
+        state = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": fw.TASK}]},
                                           config=THREAD))
-    assert state["messages"][-1].content == ANSWER and len(reports) == len(api.sent) == 13
+    assert state["messages"][-1].content == fw.ANSWER and len(reports) == len(api.sent) == 13
     assert any(report.decision in ("compacted", "recompacted") for report in reports)
-    assert max(Wire.of(api, reports).tokens(body) for body in api.sent) <= WINDOW - RESERVE
+    assert max(fw.Wire.of(api, reports).tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE
 
 
 def test_settings_are_checked_when_the_middleware_is_made() -> None:

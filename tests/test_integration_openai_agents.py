@@ -33,20 +33,7 @@ from cutctx_adapters.integrations.openai_agents import (
 )
 from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (
-    ANSWER,
-    BASE_URL,
-    INSTRUCTIONS,
-    MODEL,
-    RESERVE,
-    TASK,
-    WINDOW,
-    Wire,
-    check_wire,
-    read_file,
-    same_objects,
-    scripted_api,
-)
+from ._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -54,9 +41,9 @@ RUNS, STEPS = 4, 53
 
 
 def _agent(**settings: Any) -> Agent[Any]:
-    client = AsyncOpenAI(api_key="test", base_url=BASE_URL, max_retries=0)
-    return Agent(name="coder", instructions=INSTRUCTIONS, tools=[function_tool(read_file)],
-                 model=OpenAIResponsesModel(model=MODEL, openai_client=client),
+    client = AsyncOpenAI(api_key="test", base_url=fw.BASE_URL, max_retries=0)
+    return Agent(name="coder", instructions=fw.INSTRUCTIONS, tools=[function_tool(fw.read_file)],
+                 model=OpenAIResponsesModel(model=fw.MODEL, openai_client=client),
                  model_settings=ModelSettings(**settings))
 
 
@@ -75,14 +62,15 @@ class _Spy:
 
 
 @pytest.fixture(scope="module")
-def conversation(tiktoken_cache: Any) -> Iterator[tuple[Wire, _Spy, list[Any], list[str]]]:
+def conversation(tiktoken_cache: Any) -> Iterator[tuple[fw.Wire, _Spy, list[Any], list[str]]]:
     reports: list[CallReport] = []
-    spy = _Spy(compacting_input_filter(window=WINDOW, reserve=RESERVE, on_call=reports.append))
+    spy = _Spy(compacting_input_filter(window=fw.WINDOW, reserve=fw.RESERVE,
+                                       on_call=reports.append))
     config = RunConfig(call_model_input_filter=spy, tracing_disabled=True)
     agent = _agent()
 
     async def talk() -> tuple[list[Any], list[str]]:
-        items: Any = TASK
+        items: Any = fw.TASK
         answers = []
         for _ in range(RUNS):
             result = await Runner.run(agent, items, max_turns=STEPS + 5, run_config=config)
@@ -90,22 +78,22 @@ def conversation(tiktoken_cache: Any) -> Iterator[tuple[Wire, _Spy, list[Any], l
             items = [*result.to_input_list(), {"role": "user", "content": "Go on."}]
         return items, answers
 
-    with scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
+    with fw.scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
         items, answers = asyncio.run(talk())
-    yield Wire.of(api, reports), spy, items, answers
+    yield fw.Wire.of(api, reports), spy, items, answers
 
 
 def test_every_request_fits_is_paired_and_keeps_the_instructions(conversation: Any) -> None:
     wire, _, _, answers = conversation
-    check_wire(wire, calls=RUNS * (STEPS + 1))
-    assert answers == [ANSWER] * RUNS
+    fw.check_wire(wire, calls=RUNS * (STEPS + 1))
+    assert answers == [fw.ANSWER] * RUNS
 
 
 def test_items_kept_are_the_very_objects_the_sdk_gave(conversation: Any) -> None:
     _, spy, _, _ = conversation
     for given, out in spy.calls:
-        same_objects(given, out.input)
-        assert out.instructions == INSTRUCTIONS
+        fw.same_objects(given, out.input)
+        assert out.instructions == fw.INSTRUCTIONS
 
 
 def test_the_sdks_own_history_is_left_whole(conversation: Any) -> None:
@@ -114,25 +102,25 @@ def test_the_sdks_own_history_is_left_whole(conversation: Any) -> None:
              if item.get("type") == "function_call"}
     outputs = [item for item in items if item.get("type") == "function_call_output"]
     assert len(outputs) == len(calls) > RUNS * STEPS
-    assert all(item["output"] == read_file(calls[item["call_id"]]) for item in outputs)
+    assert all(item["output"] == fw.read_file(calls[item["call_id"]]) for item in outputs)
 
 
 def test_run_sync_goes_through_the_filter_too() -> None:
     reports: list[CallReport] = []
     config = RunConfig(call_model_input_filter=compacting_input_filter(
-        window=WINDOW, reserve=RESERVE, on_call=reports.append), tracing_disabled=True)
-    with scripted_api(12) as api:
-        result = Runner.run_sync(_agent(), TASK, max_turns=20, run_config=config)
-    assert result.final_output == ANSWER and len(reports) == len(api.sent) == 13
+        window=fw.WINDOW, reserve=fw.RESERVE, on_call=reports.append), tracing_disabled=True)
+    with fw.scripted_api(12) as api:
+        result = Runner.run_sync(_agent(), fw.TASK, max_turns=20, run_config=config)
+    assert result.final_output == fw.ANSWER and len(reports) == len(api.sent) == 13
     assert any(report.decision in ("compacted", "recompacted") for report in reports)
-    assert max(Wire.of(api, reports).tokens(body) for body in api.sent) <= WINDOW - RESERVE
+    assert max(fw.Wire.of(api, reports).tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE
 
 
 def test_a_server_held_conversation_is_passed_through_with_a_report() -> None:
-    spy = _Spy(compacting_input_filter(window=WINDOW, reserve=RESERVE))
+    spy = _Spy(compacting_input_filter(window=fw.WINDOW, reserve=fw.RESERVE))
     config = RunConfig(call_model_input_filter=spy, tracing_disabled=True)
-    with scripted_api(3) as api:
-        Runner.run_sync(_agent(), TASK, max_turns=10, run_config=config,
+    with fw.scripted_api(3) as api:
+        Runner.run_sync(_agent(), fw.TASK, max_turns=10, run_config=config,
                         auto_previous_response_id=True)
     assert [body.get("previous_response_id") for body in api.sent][1:] == \
         ["resp_0", "resp_1", "resp_2"]
@@ -146,10 +134,10 @@ def test_a_server_held_conversation_is_passed_through_with_a_report() -> None:
 def test_server_side_compaction_turned_on_defers_to_the_server() -> None:
     reports: list[CallReport] = []
     config = RunConfig(call_model_input_filter=compacting_input_filter(
-        window=WINDOW, reserve=RESERVE, on_call=reports.append), tracing_disabled=True)
+        window=fw.WINDOW, reserve=fw.RESERVE, on_call=reports.append), tracing_disabled=True)
     agent = _agent(context_management=[{"type": "compaction", "compact_threshold": 200_000}])
-    with scripted_api(12) as api:
-        Runner.run_sync(agent, TASK, max_turns=20, run_config=config)
+    with fw.scripted_api(12) as api:
+        Runner.run_sync(agent, fw.TASK, max_turns=20, run_config=config)
     assert Counter(report.decision for report in reports) == {"deferred": len(api.sent)}
     assert "context_management" in reports[-1].reason
     assert len(api.sent[-1]["input"]) == 27  # the task, 13 calls and outputs: all of it

@@ -36,19 +36,7 @@ from cutctx_adapters.integrations.pydantic_ai import (
 )
 from cutctx_adapters.session import CallReport
 
-from ._support.frameworks import (
-    ANSWER,
-    BASE_URL,
-    INSTRUCTIONS,
-    MODEL,
-    RESERVE,
-    TASK,
-    WINDOW,
-    Wire,
-    check_wire,
-    read_file,
-    scripted_api,
-)
+from ._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -71,14 +59,14 @@ class _Spy(AbstractCapability[Any]):
 
 
 def _agent(*capabilities: AbstractCapability[Any]) -> Agent[None, str]:
-    client = AsyncOpenAI(api_key="test", base_url=BASE_URL, max_retries=0)
-    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
-    return Agent(model, instructions=INSTRUCTIONS, tools=[read_file],
+    client = AsyncOpenAI(api_key="test", base_url=fw.BASE_URL, max_retries=0)
+    model = OpenAIChatModel(fw.MODEL, provider=OpenAIProvider(openai_client=client))
+    return Agent(model, instructions=fw.INSTRUCTIONS, tools=[fw.read_file],
                  capabilities=list(capabilities))
 
 
 def _talk(agent: Agent[None, str], runs: int) -> tuple[list[ModelMessage], list[str]]:
-    result = agent.run_sync(TASK, usage_limits=LIMITS)
+    result = agent.run_sync(fw.TASK, usage_limits=LIMITS)
     answers = [result.output]
     for _ in range(runs - 1):
         result = agent.run_sync("Go on.", message_history=result.all_messages(),
@@ -88,21 +76,22 @@ def _talk(agent: Agent[None, str], runs: int) -> tuple[list[ModelMessage], list[
 
 
 @pytest.fixture(scope="module")
-def conversation(tiktoken_cache: Any) -> Iterator[tuple[Wire, _Spy, list[ModelMessage],
+def conversation(tiktoken_cache: Any) -> Iterator[tuple[fw.Wire, _Spy, list[ModelMessage],
                                                         list[str]]]:
     reports: list[CallReport] = []
     spy = _Spy()
-    agent = _agent(CompactionCapability(window=WINDOW, reserve=RESERVE, on_call=reports.append),
+    agent = _agent(CompactionCapability(window=fw.WINDOW, reserve=fw.RESERVE,
+                                        on_call=reports.append),
                    spy)
-    with scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
+    with fw.scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
         messages, answers = _talk(agent, RUNS)
-    yield Wire.of(api, reports), spy, messages, answers
+    yield fw.Wire.of(api, reports), spy, messages, answers
 
 
 def test_every_request_fits_is_paired_and_keeps_the_instructions(conversation: Any) -> None:
     wire, _, _, answers = conversation
-    check_wire(wire, calls=RUNS * (STEPS + 1))
-    assert answers == [ANSWER] * RUNS
+    fw.check_wire(wire, calls=RUNS * (STEPS + 1))
+    assert answers == [fw.ANSWER] * RUNS
 
 
 def test_messages_sent_whole_are_the_runs_own_objects(conversation: Any) -> None:
@@ -129,13 +118,13 @@ def test_the_runs_own_history_is_left_whole(conversation: Any) -> None:
 
 def test_the_history_processor_persists_the_compacted_history() -> None:
     reports: list[CallReport] = []
-    processor = compacting_history_processor(window=WINDOW, reserve=RESERVE,
+    processor = compacting_history_processor(window=fw.WINDOW, reserve=fw.RESERVE,
                                              on_call=reports.append)
     spy = _Spy()
     agent = _agent(ProcessHistory(processor), spy)
-    with scripted_api(60, answer_every=30) as api:
+    with fw.scripted_api(60, answer_every=30) as api:
         messages, answers = _talk(agent, 2)
-    assert answers == [ANSWER, ANSWER] and len(reports) == len(api.sent)
+    assert answers == [fw.ANSWER, fw.ANSWER] and len(reports) == len(api.sent)
     assert any(report.decision == "compacted" for report in reports)
     assert len(messages) < 40 < len(api.sent)
     for history, sent in spy.calls:  # the run's history is what is sent
@@ -145,13 +134,14 @@ def test_the_history_processor_persists_the_compacted_history() -> None:
 
 def test_provider_compaction_in_the_history_is_deferred_to() -> None:
     reports: list[CallReport] = []
-    agent = _agent(CompactionCapability(window=WINDOW, reserve=RESERVE, on_call=reports.append))
+    agent = _agent(CompactionCapability(window=fw.WINDOW, reserve=fw.RESERVE,
+                                        on_call=reports.append))
     history: list[ModelMessage] = [
-        ModelRequest(parts=[UserPromptPart(TASK)]),
+        ModelRequest(parts=[UserPromptPart(fw.TASK)]),
         ModelResponse(parts=[CompactionPart(content="summary", provider_name="anthropic"),
                              TextPart("Reading.")]),
     ]
-    with scripted_api(2):
+    with fw.scripted_api(2):
         agent.run_sync("Go on.", message_history=history, usage_limits=LIMITS)
     assert {report.decision for report in reports} == {"deferred"}
     assert "CompactionPart" in reports[0].reason

@@ -1,7 +1,7 @@
 """LangChain v1 agents: cutctx as an ``AgentMiddleware`` around every model call.
 
->>> from langchain.agents import create_agent                           # doctest: +SKIP
->>> agent = create_agent(model, tools, middleware=[CompactionMiddleware(window=64_000)])
+    from langchain.agents import create_agent
+    agent = create_agent(model, tools, middleware=[CompactionMiddleware(window=64_000)])
 
 ``wrap_model_call`` (and ``awrap_model_call``) compacts ``request.messages`` for the call
 (``request.override(messages=...)``); the system message is counted and kept, the tools are

@@ -1,7 +1,7 @@
 """OpenAI Agents SDK: cutctx as the run's ``call_model_input_filter``.
 
->>> from agents import RunConfig                                        # doctest: +SKIP
->>> config = RunConfig(call_model_input_filter=compacting_input_filter(window=64_000))
+    from agents import RunConfig
+    config = RunConfig(call_model_input_filter=compacting_input_filter(window=64_000))
 
 Before every model call the SDK hands the filter its Responses input items and instructions;
 they are compacted through the Responses adapter (one sticky session for all runs the filter

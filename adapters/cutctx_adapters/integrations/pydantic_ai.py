@@ -1,7 +1,7 @@
 """pydantic-ai ≥ 2: cutctx as a capability compacting every model request, or a history processor.
 
->>> agent = Agent(model, capabilities=[CompactionCapability(window=64_000)])  # doctest: +SKIP
->>> agent = Agent(model, capabilities=[ProcessHistory(compacting_history_processor())])
+    agent = Agent(model, capabilities=[CompactionCapability(window=64_000)])
+    agent = Agent(model, capabilities=[ProcessHistory(compacting_history_processor())])
 
 ``CompactionCapability`` compacts in ``prepare_model_request``, where the model serving the
 request is known: the request's messages only (``ctx.messages``, the run's history, is left as
