@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,23 @@ def test_agent_loop_example_runs_offline(script: Path, tiktoken_cache: Path) -> 
     for mode in ("sync", "async", "streaming"):
         assert any(line.startswith(f"{mode}: ") and "(fits " in line for line in lines), mode
     assert any(line.startswith("compacted ") for line in lines)
+
+
+INTEGRATIONS = sorted(p for p in (EXAMPLES / "integrations").glob("*.py")
+                      if not p.name.startswith("_"))
+_FRAMEWORKS = {"openai_agents_agent": "agents", "langchain_agent": "langchain_openai",
+               "pydantic_ai_agent": "pydantic_ai"}
+
+
+@pytest.mark.parametrize("script", INTEGRATIONS, ids=[p.stem for p in INTEGRATIONS])
+@pytest.mark.usefixtures("tiktoken_cache")
+def test_framework_example_runs_offline(script: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    """Each framework's agent answers with every request under the window. Run in this
+    process: the frameworks are already imported by their own tests (seconds each)."""
+    pytest.importorskip(_FRAMEWORKS[script.stem], reason=f"{script.stem} needs its extra")
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    assert "(fits " in out and "recompacted " in out

@@ -1,0 +1,193 @@
+"""LangChain v1 agents: cutctx as an ``AgentMiddleware`` around every model call.
+
+    from langchain.agents import create_agent
+    agent = create_agent(model, tools, middleware=[CompactionMiddleware(window=64_000)])
+
+``wrap_model_call`` (and ``awrap_model_call``) compacts ``request.messages`` for the call
+(``request.override(messages=...)``); the system message is counted and kept, the tools are
+counted, and the agent's stored state is left as it is. The messages are read as Chat
+Completions messages (``langchain_core``'s own conversion) through one sticky session; kept
+messages are the caller's objects, untouched; a masked or clipped message is a copy of its
+original with the cutctx stub in place of its content (a ``ToolMessage`` keeps its
+``tool_call_id``, every message its id); a summary is a new ``HumanMessage``. Anthropic models
+are counted with the Claude calibration. ``persist=True`` also replaces the stored history with
+what was sent (so checkpoints stop growing; what was masked or dropped is then gone from the
+state too). Needs ``pip install 'cutctx[langchain]'``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Unpack, cast
+
+from .._requires import require
+
+require("langchain", "langchain")
+
+from langchain.agents.middleware.types import (  # noqa: E402
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import (  # noqa: E402
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
+from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
+from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+
+from cutctx import ValidationError  # noqa: E402
+
+from ..openai import chat  # noqa: E402
+from ..session import CallReport, Prepared  # noqa: E402
+from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
+from ._hooks import HookSessions, traced  # noqa: E402
+
+__all__ = ["CompactionMiddleware"]
+
+Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
+AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A model request as cutctx reads it: the messages, and their Chat Completions form
+    (the system message first, when there is one)."""
+
+    messages: list[AnyMessage]
+    given: list[dict[str, Any]]
+    system: bool
+    fields: dict[str, Any]
+
+
+class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Compacts the messages of every model call (see the module).
+
+    Takes ``CompactionSession``'s settings (``settings=`` and/or keywords: ``window``,
+    ``trigger``, ``target``, ``keep_recent``, ``summarizer``, ``store``, ...). ``model``: the
+    model name counts and the window are for, when the chat model does not say
+    (``model_name``/``model``). ``last_report`` is the newest call's ``CallReport``.
+    """
+
+    def __init__(self, settings: CompactionSettings | None = None, *, persist: bool = False,
+                 model: str | None = None, **keywords: Unpack[SettingsKeywords]) -> None:
+        super().__init__()
+        if not isinstance(persist, bool):
+            raise ValidationError("persist must be True or False", {"field": "persist"})
+        self._sessions = HookSessions(settings, keywords)
+        self.settings = self._sessions.settings
+        self.persist = persist
+        self.model = model
+        self.tools: list[Any] = []
+        self._tool_params: tuple[tuple[int, ...], list[dict[str, Any]]] = ((), [])
+
+    @property
+    def last_report(self) -> CallReport | None:
+        """The newest call's report (None before the first)."""
+        return self._sessions.last_report
+
+    def wrap_model_call(self, request: ModelRequest[Any], handler: Handler
+                        ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        read = self._read(request)
+        prepared = self._sessions.session(chat.FORMAT, read.fields["model"]).prepare(
+            read.fields)
+        sent = self._sent(read, prepared)
+        response = handler(request if sent is None else request.override(messages=sent))
+        return self._result(response, sent)
+
+    async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler
+                               ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        read = self._read(request)
+        prepared = await self._sessions.session(chat.FORMAT, read.fields["model"]).aprepare(
+            read.fields)
+        sent = self._sent(read, prepared)
+        response = await handler(request if sent is None else request.override(messages=sent))
+        return self._result(response, sent)
+
+    # --- the steps both share -------------------------------------------------------------
+
+    def _read(self, request: ModelRequest[Any]) -> _Read:
+        messages = list(request.messages)
+        system = request.system_message is not None
+        given = convert_to_openai_messages(
+            [request.system_message, *messages] if request.system_message is not None
+            else messages)
+        model = self.model or _model_name(request.model)
+        fields: dict[str, Any] = {"model": model, "messages": given,
+                                  "tools": self._tools(request.tools)}
+        max_tokens = getattr(request.model, "max_tokens", None)
+        if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+            fields["max_completion_tokens"] = max_tokens
+        return _Read(messages, given, system, fields)
+
+    def _tools(self, tools: Sequence[Any]) -> list[dict[str, Any]]:
+        """The request's tools as Chat Completions definitions (converted once per list)."""
+        key = tuple(id(tool) for tool in tools)
+        if key != self._tool_params[0]:
+            self._tool_params = (key, [convert_to_openai_tool(tool) for tool in tools])
+        return self._tool_params[1]
+
+    def _sent(self, read: _Read, prepared: Prepared) -> list[AnyMessage] | None:
+        """The messages to send, None when they are the request's own."""
+        self._sessions.kept(prepared.report)
+        messages = restored(read.messages, read.given, prepared.messages, system=read.system)
+        if len(messages) == len(read.messages) and all(
+                a is b for a, b in zip(messages, read.messages, strict=True)):
+            return None
+        return messages
+
+    def _result(self, response: ModelResponse[Any], sent: list[AnyMessage] | None
+                ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """The handler's response; with ``persist``, also the stored history replaced by what
+        was sent and the reply (the model node adds the reply first, so it is kept last)."""
+        if not self.persist or sent is None:
+            return response
+        update = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *sent, *response.result]
+        return ExtendedModelResponse(model_response=response,
+                                     command=Command(update={"messages": update}))
+
+
+def _model_name(model: Any) -> str | None:
+    for attribute in ("model_name", "model"):
+        name = getattr(model, attribute, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def restored(messages: Sequence[AnyMessage], given: Sequence[dict[str, Any]],
+             sent: Sequence[dict[str, Any]], *, system: bool) -> list[AnyMessage]:
+    """The LangChain messages for ``sent`` (Chat Completions dicts read from ``messages``, the
+    system message first in ``given`` when ``system``): the caller's message wherever one is
+    sent unchanged; a copy of the message it replaces, with the new content, for a stub or a
+    clip; a new ``HumanMessage`` for a summary."""
+    offset = 1 if system else 0
+    out: list[AnyMessage] = []
+    for item, source in zip(sent, traced(given, sent), strict=True):
+        if source is None:
+            out.append(_new_message(item))
+        elif source[0] >= offset:
+            original = messages[source[0] - offset]
+            out.append(original if source[1] else original.model_copy(
+                update={"content": item.get("content")}))
+    return out
+
+
+def _new_message(item: dict[str, Any]) -> AnyMessage:
+    """A message cutctx made (a summary): of the class its role says, with an id derived from
+    its content, so the same summary has the same id in every process."""
+    digest = hashlib.sha256(str(item.get("content")).encode("utf-8", "surrogatepass"))
+    if item.get("role") == "user":
+        return HumanMessage(content=item.get("content") or "",
+                            id=f"cutctx-summary-{digest.hexdigest()[:16]}")
+    message = convert_to_messages([item])[0]
+    return cast("AnyMessage", message.model_copy(
+        update={"id": f"cutctx-summary-{digest.hexdigest()[:16]}"}))

@@ -1,0 +1,102 @@
+"""What the framework integration tests check on the wire, whatever the framework.
+
+The scripted model (``examples/integrations/_scripted_api.py``, shared with the examples and
+``benchmarks/frameworks.py``) records every body the framework sent; these checks read them
+against the reports the hook made, one per request.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "integrations"))
+
+from _scripted_api import (
+    ANSWER,
+    BASE_URL,
+    INSTRUCTIONS,
+    TASK,
+    ScriptedApi,
+    read_file,
+    scripted_api,
+)
+
+from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.session import CallReport
+
+__all__ = ["ANSWER", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK", "WINDOW", "Wire",
+           "read_file", "scripted_api"]
+
+MODEL = "gpt-4o"
+WINDOW, RESERVE = 3_000, 500
+"""A small window: the scripted agent's 200+ turns compact again and again."""
+COMPACTING = ("compacted", "recompacted")
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The bodies one run sent (``key``: ``messages`` or ``input``) and the hook's reports."""
+
+    bodies: list[dict[str, Any]]
+    reports: list[CallReport]
+    key: str
+
+    @classmethod
+    def of(cls, api: ScriptedApi, reports: Sequence[CallReport]) -> Wire:
+        key = "input" if "input" in api.sent[0] else "messages"
+        return cls(list(api.sent), list(reports), key)
+
+    def tokens(self, body: dict[str, Any]) -> int:
+        """The body's prompt tokens, counted by cutctx on what was sent."""
+        if self.key == "input":
+            return responses.count_tokens(body["input"], instructions=body.get("instructions"),
+                                          model=MODEL, tools=body.get("tools"))
+        return chat.count_tokens(body["messages"], model=MODEL, tools=body.get("tools"))
+
+    def validate(self, body: dict[str, Any]) -> None:
+        """Refuses an orphaned tool call or result (``cutctx.ValidationError``)."""
+        (responses.validate if self.key == "input" else chat.validate)(body[self.key])
+
+    def instructions(self, body: dict[str, Any]) -> Any:
+        if self.key == "input":
+            return body.get("instructions")
+        first = body["messages"][0]
+        return first["content"] if first.get("role") == "system" else None
+
+    def prefix_breaks(self) -> list[int]:
+        """Calls whose history does not start with the one sent before it."""
+        items = [body[self.key] for body in self.bodies]
+        return [index for index in range(1, len(items))
+                if items[index][:len(items[index - 1])] != items[index - 1]]
+
+    def compactions(self) -> list[int]:
+        return [index for index, report in enumerate(self.reports)
+                if report.decision in COMPACTING]
+
+
+def check_wire(wire: Wire, *, calls: int, budget: int = WINDOW - RESERVE,
+               tools_counted: bool = True) -> None:
+    """Every request under the budget, validly paired, with the instructions; the prefix kept
+    between compactions, and only a compaction breaks it."""
+    assert len(wire.bodies) == len(wire.reports) == calls
+    slack = 0 if tools_counted else 200  # a history processor is not told the tools
+    assert max(wire.tokens(body) for body in wire.bodies) <= budget + slack
+    for body in wire.bodies:
+        wire.validate(body)
+        assert wire.instructions(body) == INSTRUCTIONS
+    compactions = wire.compactions()
+    assert len(compactions) >= 10, "the run should compact again and again"
+    assert set(wire.prefix_breaks()) <= set(compactions)
+
+
+def same_objects(given: Sequence[Any], sent: Sequence[Any],
+                 equal: Callable[[Any, Any], bool] = lambda a, b: a == b) -> None:
+    """Every sent item equal to a given one is that very object."""
+    ids = {id(item) for item in given}
+    for item in sent:
+        if id(item) not in ids:
+            assert not any(equal(item, other) for other in given)

@@ -1,0 +1,172 @@
+"""LangChain v1's ``CompactionMiddleware`` end to end: ``create_agent`` over ``ChatOpenAI`` on a
+real ``openai`` client, its HTTP answered by the scripted model (respx over httpcore2). One
+checkpointed conversation of four invocations, 212 tool-calling turns."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain",
+                    reason="needs the langchain extra: pip install 'cutctx[langchain]'")
+pytest.importorskip("langchain_openai", reason="needs langchain-openai (in cutctx[dev])")
+
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import SecretStr
+
+from cutctx import ValidationError
+from cutctx_adapters.integrations.langchain import CompactionMiddleware
+from cutctx_adapters.session import CallReport
+
+from ._support import frameworks as fw
+
+pytestmark = pytest.mark.usefixtures("tiktoken_cache")
+
+RUNS, STEPS = 4, 53
+THREAD = {"configurable": {"thread_id": "t1"}, "recursion_limit": 1_000}
+
+
+class _Spy(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Inside the compaction: the state's messages and the request's, per model call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[list[AnyMessage], list[AnyMessage], SystemMessage | None]] = []
+
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+                        ) -> ModelResponse[Any]:
+        self.calls.append((list(request.state["messages"]), list(request.messages),
+                           request.system_message))
+        return handler(request)
+
+    async def awrap_model_call(
+            self, request: ModelRequest[Any],
+            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+    ) -> ModelResponse[Any]:
+        self.calls.append((list(request.state["messages"]), list(request.messages),
+                           request.system_message))
+        return await handler(request)
+
+
+def _agent(middleware: CompactionMiddleware, spy: _Spy) -> Any:
+    model = ChatOpenAI(model=fw.MODEL, base_url=fw.BASE_URL, api_key=SecretStr("test"),
+                       max_retries=0)
+    return create_agent(model, tools=[fw.read_file], system_prompt=fw.INSTRUCTIONS,
+                        middleware=[middleware, spy], checkpointer=InMemorySaver())
+
+
+def _talk(agent: Any, runs: int) -> list[AnyMessage]:
+    state = agent.invoke({"messages": [{"role": "user", "content": fw.TASK}]}, config=THREAD)
+    for _ in range(runs - 1):
+        state = agent.invoke({"messages": [{"role": "user", "content": "Go on."}]},
+                             config=THREAD)
+    messages: list[AnyMessage] = state["messages"]
+    return messages
+
+
+@pytest.fixture(scope="module")
+def conversation(tiktoken_cache: Any) -> Iterator[tuple[fw.Wire, _Spy, list[AnyMessage]]]:
+    reports: list[CallReport] = []
+    spy = _Spy()
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE,
+                                        on_call=reports.append),
+                   spy)
+    with fw.scripted_api(RUNS * STEPS, answer_every=STEPS) as api:
+        messages = _talk(agent, RUNS)
+    yield fw.Wire.of(api, reports), spy, messages
+
+
+def test_every_request_fits_is_paired_and_keeps_the_system_message(conversation: Any
+                                                                   ) -> None:
+    wire, _, messages = conversation
+    fw.check_wire(wire, calls=RUNS * (STEPS + 1))
+    assert [message.content for message in messages if isinstance(message, AIMessage)
+            and not message.tool_calls] == [fw.ANSWER] * RUNS
+
+
+def test_kept_messages_are_the_callers_and_stubs_are_copies_of_their_class(conversation: Any
+                                                                           ) -> None:
+    _, spy, _ = conversation
+    stubs = 0
+    for state, sent, system in spy.calls:
+        assert system is not None and system.content == fw.INSTRUCTIONS
+        fw.same_objects(state, sent)
+        by_id = {message.id: message for message in state}
+        for message in sent:
+            if any(message is other for other in state):
+                continue
+            if isinstance(message, HumanMessage) and str(message.id).startswith("cutctx-"):
+                continue  # a summary
+            original = by_id[message.id]
+            assert type(message) is type(original) and message.content != original.content
+            if isinstance(message, ToolMessage):
+                assert message.tool_call_id == original.tool_call_id
+                stubs += 1
+    assert stubs > 0
+
+
+def test_the_stored_history_is_left_whole(conversation: Any) -> None:
+    _, spy, messages = conversation
+    outputs = [message for message in messages if isinstance(message, ToolMessage)]
+    assert len(outputs) > RUNS * STEPS
+    assert all(isinstance(message.content, str) and message.content.startswith("src/")
+               for message in outputs)
+    assert len(spy.calls[-1][0]) == len(messages) - 1  # all but the last reply, every call
+
+
+def test_persist_replaces_the_checkpointed_history_with_what_was_sent() -> None:
+    reports: list[CallReport] = []
+    spy = _Spy()
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE, persist=True,
+                                        on_call=reports.append), spy)
+    with fw.scripted_api(60, answer_every=30) as api:
+        messages = _talk(agent, 2)
+    wire = fw.Wire.of(api, reports)
+    assert max(wire.tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE
+    assert len(messages) < 40 < len(api.sent)  # the checkpoint stopped growing
+    assert reports[-1].decision in ("unchanged", "appended", "compacted")
+    compacted = [index for index, report in enumerate(reports[:-1])
+                 if report.decision == "compacted"]
+    assert compacted
+    for index in compacted:  # the next call's state starts with what this call sent
+        sent = spy.calls[index][1]
+        assert spy.calls[index + 1][0][:len(sent)] == sent
+
+
+def test_ainvoke_compacts_through_awrap_model_call() -> None:
+    reports: list[CallReport] = []
+    spy = _Spy()
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE,
+                                        on_call=reports.append), spy)
+    with fw.scripted_api(12) as api:
+        state = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": fw.TASK}]},
+                                          config=THREAD))
+    assert state["messages"][-1].content == fw.ANSWER and len(reports) == len(api.sent) == 13
+    assert any(report.decision in ("compacted", "recompacted") for report in reports)
+    assert max(fw.Wire.of(api, reports).tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE
+
+
+def test_settings_are_checked_when_the_middleware_is_made() -> None:
+    with pytest.raises(ValidationError, match="did you mean 'window'"):
+        CompactionMiddleware(windw=4_000)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="persist"):
+        CompactionMiddleware(persist="yes")  # type: ignore[arg-type]
