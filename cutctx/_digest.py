@@ -1,8 +1,11 @@
-"""A masked tool result's digest: the few lines of it most likely to matter later.
+"""A masked tool result's digest: what of it is most likely to matter later.
 
-Its first line, lines that look like errors or results, lines holding identifier-like codes, and
-its last line — in their original order, each at most ``LINE_CHARS`` characters, within a token
-cap. Deterministic, so a stub renders the same bytes on every call.
+Two styles, both ranges of the result's own text, in order, within a token cap. ``lines``: its
+first line, lines that look like errors or results, lines holding identifier-like codes, and its
+last line, each at most ``LINE_CHARS`` characters. ``identifiers``: what it names — error types
+(with the rest of their line), paths and file names, symbols, numbers — each once, the most
+telling first, so a stub still answers "which file, which line, which error". Deterministic, so
+a stub renders the same bytes on every call.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import re
 from .estimator import TokenEstimator
 from .types import Excerpt
 
-__all__ = ["LINE_CHARS", "digest", "digest_ranges"]
+__all__ = ["DIGEST_STYLES", "LINE_CHARS", "digest", "digest_ranges", "identifier_ranges",
+           "identifiers"]
+
+DIGEST_STYLES = ("lines", "identifiers")
 
 LINE_CHARS = 200
 _CANDIDATES = 24
@@ -27,15 +33,21 @@ _CODE = re.compile(
     r"|\b0x[0-9a-fA-F]{4,}\b|\b[0-9a-f]{8,40}\b|\bv?\d+\.\d+\.\d+\b")
 
 
-def digest(content: str, max_tokens: int, estimator: TokenEstimator) -> str:
-    """Salient lines of ``content`` in order, estimated at <= ``max_tokens`` (empty if none fit).
+def digest(content: str, max_tokens: int, estimator: TokenEstimator,
+           style: str = "lines") -> str:
+    """The digest of ``content`` in order, one piece a line, estimated at <= ``max_tokens``
+    (empty if none fit).
 
     >>> from cutctx import CharRatioEstimator
     >>> digest("running\\nok\\nERROR E1432: disk full\\ndone", 40, CharRatioEstimator())
     'running\\nERROR E1432: disk full\\ndone'
+    >>> digest("[File: src/app.py]\\n12: x = load_config()\\nKeyError: 'home'", 40,
+    ...        CharRatioEstimator(), "identifiers")
+    "src/app.py\\n12\\nload_config\\nKeyError: 'home'"
     """
-    return "\n".join(content[start:end] for start, end in digest_ranges(content, max_tokens,
-                                                                         estimator))
+    ranges = (identifier_ranges(content, max_tokens, estimator) if style == "identifiers"
+              else digest_ranges(content, max_tokens, estimator))
+    return "\n".join(content[start:end] for start, end in ranges)
 
 
 def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
@@ -71,3 +83,82 @@ def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> E
         seen.add(line)
         spent += cost
     return tuple(chosen[position] for position in sorted(chosen))
+
+
+_IDENTIFIER = re.compile(
+    r"(?P<error>\b[A-Z][A-Za-z0-9]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Interrupt))\b)"
+    r"|(?P<path>(?<![\w.-])(?:\.{0,2}/)?+(?:[\w.-]++/)++[\w.-]*+(?<=\w)|\b[\w-]++\.[A-Za-z][A-Za-z0-9]{0,5}+\b)"
+    r"|(?P<symbol>\b_*+[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++\b"
+    r"|\b[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++\b|\b[A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++\b)"
+    r"|(?P<number>\b\d{2,}+\b)")
+"""Error types, paths and file names (``name.ext``, dotted names), snake_case, camelCase and
+PascalCase symbols, and numbers of two digits or more."""
+_RANK = {"error": 0, "path": 1, "symbol": 2, "number": 3}
+_ERROR_LINE_CHARS = 120
+
+
+_TOKEN = re.compile(r"[\w./-]+")
+"""Runs of the characters identifiers are made of: only those that are not plain words are
+searched (most of a text is plain words, and one pattern per run is cheaper than per place)."""
+
+
+def identifiers(content: str) -> list[tuple[int, int, str]]:
+    """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
+    path, symbol or number). Clip markers are left out."""
+    out: list[tuple[int, int, str]] = []
+    search = _IDENTIFIER.finditer
+    for token in _TOKEN.finditer(content):
+        text = token.group()
+        if text.isalpha() and (text.islower() or text[1:].islower()):
+            continue  # a plain word: "return", "Found"
+        base = token.start()
+        for match in search(text):
+            kind = match.lastgroup
+            assert kind is not None
+            out.append((base + match.start(), base + match.end(), kind))
+    if _CLIP_MARKER in content:
+        out = [entry for entry in out if not _in_marker(content, entry[0])]
+    return out
+
+
+def _in_marker(content: str, position: int) -> bool:
+    """Whether ``position`` lies on a clip marker's line."""
+    line_start = content.rfind("\n", 0, position) + 1
+    return content.startswith(_CLIP_MARKER, line_start) or (content.lstrip().startswith(
+        _CLIP_MARKER) and line_start == 0)
+
+
+def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+    """Where the identifiers a digest keeps stand in ``content``: each distinct one once (its
+    first occurrence; an error type with the rest of its line), chosen by kind (errors, paths,
+    symbols, numbers), then by how often it occurs, then by position, while within
+    ``max_tokens``; one contained in another already chosen is left out. In order."""
+    if max_tokens <= 0:
+        return ()
+    first: dict[str, tuple[int, int, str]] = {}
+    counts: dict[str, int] = {}
+    for start, end, kind in identifiers(content):
+        if kind == "error":
+            line_end = content.find("\n", end)
+            line_end = len(content) if line_end < 0 else line_end
+            end = len(content[start:min(line_end, start + _ERROR_LINE_CHARS)].rstrip()) + start
+        text = content[start:end]
+        counts[text] = counts.get(text, 0) + 1
+        first.setdefault(text, (start, end, kind))
+    ranked = sorted(first.items(), key=lambda item: (_RANK[item[1][2]], -counts[item[0]],
+                                                     item[1][0]))
+    chosen: list[tuple[int, int]] = []
+    kept: list[str] = []
+    spent = 0
+    for text, (start, end, _kind) in ranked[:_CANDIDATES * 4]:
+        if any(text in other for other in kept):
+            continue
+        if any(start < other_end and other_start < end for other_start, other_end in chosen):
+            continue
+        cost = estimator.estimate_tokens(text) + 1
+        if spent + cost > max_tokens:
+            continue
+        chosen.append((start, end))
+        kept.append(text)
+        spent += cost
+    return tuple(sorted(chosen))
