@@ -30,10 +30,18 @@ from .._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turn
 from .._conversion import uncovered as _uncovered
 from .._format import HistoryFormat, given
 from .._grown import GrownList
+from .._observations import ObservationRule
 from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
-from .._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions, choose_policy
+from .._policy import (
+    DEFAULT_DIGEST_TOKENS,
+    DigestStyle,
+    GiveWay,
+    OnSummaryError,
+    PolicyOptions,
+    choose_policy,
+)
 from .._windows import prompt_budget
 from ..fulfil import AnySummarizer
 from ..stores import MemoryStore, Store
@@ -106,8 +114,9 @@ class CompactionSession:
     Budget = the model's context window − the reply allowance. Nothing happens while a request
     fits under ``trigger`` (default: the budget, less the format's margin for estimate error);
     over it, compaction goes down to ``target`` (a fraction of the budget, or tokens). The policy
-    settings (``keep_task``, ``keep_user_turns``, ``digest_tokens``, ``max_result_tokens``,
-    ``strict``, ...) are those of ``compact`` (see ``PolicyOptions``).
+    settings (``keep_task``, ``keep_user_turns``, ``digest_tokens``, ``observations``,
+    ``digest``, ``give_way``, ``max_result_tokens``, ``strict``, ...) are those of
+    ``compact`` (see ``PolicyOptions``).
     """
 
     format: HistoryFormat
@@ -137,6 +146,9 @@ class CompactionSession:
     max_result_tokens: int | None = None
     max_result_share: float = 0.25
     strict: bool = False
+    observations: ObservationRule = "auto"
+    digest: DigestStyle = "identifiers"
+    give_way: GiveWay = "value"
     store: Store | None = None
     """Where summaries are kept and claimed: by default this session's own ``MemoryStore``;
     share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
@@ -168,7 +180,8 @@ class CompactionSession:
             keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
             keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
             max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
-            on_summary_error=self.on_summary_error, strict=self.strict)
+            on_summary_error=self.on_summary_error, strict=self.strict,
+            observations=self.observations, digest=self.digest, give_way=self.give_way)
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
