@@ -87,13 +87,17 @@ def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> E
 
 _IDENTIFIER = re.compile(
     r"(?P<error>\b[A-Z][A-Za-z0-9]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Interrupt))\b)"
+    r"|(?P<code>\b(?=[A-Za-z0-9.-]*\d)(?=[A-Za-z0-9.-]*[A-Za-z])[A-Za-z0-9]++"
+    r"(?:[-.][A-Za-z0-9]++)++\b|\b0x[0-9a-fA-F]{4,}+\b|\b[0-9a-f]{8,40}\b"
+    r"|\bv?\d+\.\d+\.\d+\b)"
     r"|(?P<path>(?<![\w.-])(?:\.{0,2}/)?+(?:[\w.-]++/)++[\w.-]*+(?<=\w)|\b[\w-]++\.[A-Za-z][A-Za-z0-9]{0,5}+\b)"
     r"|(?P<symbol>\b_*+[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++\b"
     r"|\b[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++\b|\b[A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++\b)"
     r"|(?P<number>\b\d{2,}+\b)")
-"""Error types, paths and file names (``name.ext``, dotted names), snake_case, camelCase and
-PascalCase symbols, and numbers of two digits or more."""
-_RANK = {"error": 0, "path": 1, "symbol": 2, "number": 3}
+"""Error types; codes (letters and digits joined by ``-`` or ``.``: ``E-1432``, ``TOOL-1A2B3C``;
+hex hashes, versions); paths and file names (``name.ext``, dotted names); snake_case,
+camelCase and PascalCase symbols; numbers of two digits or more."""
+_RANK = {"error": 0, "code": 1, "path": 2, "symbol": 3, "number": 4}
 _ERROR_LINE_CHARS = 120
 
 
@@ -104,7 +108,7 @@ searched (most of a text is plain words, and one pattern per run is cheaper than
 
 def identifiers(content: str) -> list[tuple[int, int, str]]:
     """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
-    path, symbol or number). Clip markers are left out."""
+    code, path, symbol or number). Clip markers are left out."""
     out: list[tuple[int, int, str]] = []
     search = _IDENTIFIER.finditer
     for token in _TOKEN.finditer(content):
@@ -130,8 +134,8 @@ def _in_marker(content: str, position: int) -> bool:
 
 def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
     """Where the identifiers a digest keeps stand in ``content``: each distinct one once (its
-    first occurrence; an error type with the rest of its line), chosen by kind (errors, paths,
-    symbols, numbers), then by how often it occurs, then by position, while within
+    first occurrence; an error type with the rest of its line), chosen by kind (errors, codes,
+    paths, symbols, numbers), then by how often it occurs, then by position, while within
     ``max_tokens``; one contained in another already chosen is left out. In order."""
     if max_tokens <= 0:
         return ()
