@@ -266,6 +266,18 @@ def test_the_conversion_marks_outputs_after_an_assistant_message_and_never_the_t
         "m1": None, "m3": "prompt", "m5": "prompt", "m7": "traceback", "m9": None}
 
 
+def test_after_tool_results_output_is_an_observation_and_prose_is_not() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    history = [{"role": "user", "content": "Fix it."},
+               {"role": "assistant", "content": None, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "c1", "content": "done"},
+               {"role": "user", "content": TRACEBACK},
+               {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
+               {"role": "tool", "tool_call_id": "c2", "content": "done"},
+               {"role": "user", "content": "Continue."}]
+    assert marks(chat.to_transcript(history)) == {"m0": None, "m3": "traceback", "m6": None}
+
+
 def test_a_history_read_on_marks_what_reading_it_whole_marks() -> None:
     history = swe_agent_history()
     first = chat.to_transcript(history[:6], estimator=CHARS)

@@ -5,10 +5,11 @@ Many agent loops (SWE-agent, mini-swe-agent, ReAct prompts) return each command'
 deduplicated, clipped and masked like one, and never protected as a user turn. The engine learns
 which user turns are observations from their ``cutctx.observation`` metadata; this module sets it.
 
-Rules (``observations=``): ``"auto"`` (the default) — a user message right after an assistant
-message that reads as a program's output (a traceback, a diff, a shell prompt as its last line,
-or mostly lines that are not prose: numbered lines, listings, code, logs); ``"after_assistant"``
-— every user message right after an assistant message; ``"none"`` — no user message is one; or a
+Rules (``observations=``): ``"auto"`` (the default) — a user message right after the assistant's
+action (its message, or the results of its tool calls) that reads as a program's output (a
+traceback, a diff, a shell prompt as its last line, or mostly lines that are not prose: numbered
+lines, listings, code, logs); ``"after_assistant"`` — every user message right after an
+assistant message; ``"none"`` — no user message is one; or a
 callable ``(message, index) -> bool`` for an agent with its own convention. The first user
 message (the task) is never one under ``auto`` or ``after_assistant``.
 """
@@ -46,6 +47,8 @@ _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):|^\s*File \"[^\"]
 _DIFF = re.compile(r"^(?:diff --git |@@ -\d+(?:,\d+)? \+\d+)", re.MULTILINE)
 _PROMPT = re.compile(r"^[\w@:~/.()\[\]+-]*[$#%>]{1,3}$")
 """A shell or REPL prompt alone on a line: ``bash-$``, ``$``, ``root@box:/src#``, ``>>>``."""
+_AFTER_ACTION = (Role.ASSISTANT, Role.TOOL)
+"""What an observation follows: the assistant's action (its message, or its tool results)."""
 _NUMBERED = re.compile(r"^\s*\d+[:|)\]]")
 _CODE_MARKS = frozenset("{}[]()<>=;_/\\|#$@`*")
 
@@ -92,8 +95,8 @@ def _is_prose(line: str) -> bool:
 
 def observation_reason(turn: TranscriptTurn, previous: TranscriptTurn | None) -> str | None:
     """The ``auto`` rule: why ``turn`` is an observation (its shape), or None. Only a user
-    message right after an assistant message can be one."""
-    if turn.role is not Role.USER or previous is None or previous.role is not Role.ASSISTANT:
+    message right after the assistant's action (its message or its tool results) can be one."""
+    if turn.role is not Role.USER or previous is None or previous.role not in _AFTER_ACTION:
         return None
     return output_shape(turn.content)
 
