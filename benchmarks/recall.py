@@ -24,14 +24,13 @@ with the issue's settings off.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from _histories import agent_session, requests_of, seed_tiktoken
+from _histories import agent_session, parse_windows, print_table, requests_of, seed_tiktoken
 from replay import CACHED_PRICE, Meter, Outcome, replay_trim
 
 MODEL = "gpt-4o"
@@ -259,21 +258,9 @@ def show(table: Mapping[tuple[str, int], Recalled], windows: Sequence[int]) -> N
                     else f"{row.outcome.cost / 1e6:.2f}M")
             cells.append(f"{row.recall:.1%} / {cost} / {row.outcome.breaks}")
         rows.append(cells)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for r in [header, *rows]:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-        return
-    out = Table(title=f"Evidence recall, effective cost (cached prefix at {CACHED_PRICE}x, as a "
-                      "multiple of LangChain's) and prefix breaks")
-    for index, name in enumerate(header):
-        out.add_column(name, justify="left" if index == 0 else "right")
-    for r in rows:
-        out.add_row(*r)
-    Console(width=200).print(out)
+    print_table(f"Evidence recall, effective cost (cached prefix at {CACHED_PRICE}x, as a "
+                "multiple of LangChain's) and prefix breaks", header, rows,
+                lambda index: index == 0)
 
 
 def checks(table: Mapping[tuple[str, int], Recalled],
@@ -304,14 +291,10 @@ def checks(table: Mapping[tuple[str, int], Recalled],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", default="8192,16384,32768",
-                        help="context windows to replay at (tokens, comma-separated)")
-    args = parser.parse_args(argv)
+    windows = parse_windows(__doc__.splitlines()[0], argv)
     seed_tiktoken()
     from cutctx_adapters.tiktoken import TiktokenEstimator
 
-    windows = [int(w) for w in args.windows.split(",")]
     session = agent_session()
     print(f"session: {len(session)} messages, {len(requests_of(session))} calls")
     table = measure(session, windows, TiktokenEstimator(MODEL))
