@@ -36,7 +36,7 @@ from cutctx._replaced import KIND_KEY, is_person, is_result
 from cutctx_adapters import CompactionSession
 from cutctx_adapters._observations import output_shape
 from cutctx_adapters.anthropic import messages as anthropic_messages
-from cutctx_adapters.openai import CompactingOpenAI, chat
+from cutctx_adapters.openai import CompactingOpenAI, chat, responses
 
 from ._support.long_histories import LONG_HISTORIES
 
@@ -290,6 +290,12 @@ def test_a_history_read_on_marks_what_reading_it_whole_marks() -> None:
 def test_anthropic_messages_are_marked_the_same_way() -> None:
     history = swe_agent_history()
     conv = anthropic_messages.to_transcript(history[1:], system=history[0]["content"])
+    assert sorted(v for v in marks(conv).values() if v) == ["prompt", "prompt", "traceback"]
+
+
+def test_responses_items_are_marked_the_same_way() -> None:
+    history = swe_agent_history()
+    conv = responses.to_transcript(history[1:], instructions=history[0]["content"])
     assert sorted(v for v in marks(conv).values() if v) == ["prompt", "prompt", "traceback"]
 
 
