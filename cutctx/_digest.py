@@ -90,7 +90,8 @@ _IDENTIFIER = re.compile(
     r"|(?P<code>\b(?=[A-Za-z0-9.-]*\d)(?=[A-Za-z0-9.-]*[A-Za-z])[A-Za-z0-9]++"
     r"(?:[-.][A-Za-z0-9]++)++\b|\b0x[0-9a-fA-F]{4,}+\b|\b[0-9a-f]{8,40}\b"
     r"|\bv?\d+\.\d+\.\d+\b)"
-    r"|(?P<path>(?<![\w.-])(?:\.{0,2}/)?+(?:[\w.-]++/)++[\w.-]*+(?<=\w)|\b[\w-]++\.[A-Za-z][A-Za-z0-9]{0,5}+\b)"
+    r"|(?P<path>(?<![\w.-])(?:\.{0,2}/)?+(?:[\w.-]++/)++[\w.-]*+(?<=\w)"
+    r"|\b[\w-]++\.[A-Za-z][A-Za-z0-9]{0,5}+\b)"
     r"|(?P<symbol>\b_*+[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++\b"
     r"|\b[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++\b|\b[A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++\b)"
     r"|(?P<number>\b\d{2,}+\b)")
@@ -128,8 +129,8 @@ def identifiers(content: str) -> list[tuple[int, int, str]]:
 def _in_marker(content: str, position: int) -> bool:
     """Whether ``position`` lies on a clip marker's line."""
     line_start = content.rfind("\n", 0, position) + 1
-    return content.startswith(_CLIP_MARKER, line_start) or (content.lstrip().startswith(
-        _CLIP_MARKER) and line_start == 0)
+    head = content[line_start:line_start + len(_CLIP_MARKER) + 16]
+    return head.lstrip().startswith(_CLIP_MARKER)
 
 
 def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
