@@ -97,17 +97,29 @@ def requests_of(session: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]
 
 
 class FirstSentences:
-    """A deterministic, offline summarizer: the first sentence of each folded turn, bounded by
-    the request's ``target_tokens`` (~4 characters a token). Counts its calls."""
+    """A deterministic, offline summarizer: the first sentence of each folded turn, as many as
+    fit the request's ``target_tokens`` (counted with tiktoken's o200k_base, as a model
+    keeping to its length would). Counts its calls."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self._count: Callable[[str], int] | None = None
 
     def __call__(self, request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
         self.calls += 1
-        lines = [f"{turn.role.value}: {turn.content.strip().split('. ')[0][:200]}"
-                 for turn in turns]
-        return "\n".join(lines)[: max(80, request.target_tokens * 4)]
+        if self._count is None:
+            from cutctx_adapters.tiktoken import TiktokenEstimator
+            self._count = TiktokenEstimator(encoding="o200k_base").estimate_tokens
+        lines: list[str] = []
+        spent = 0
+        for turn in turns:
+            line = f"{turn.role.value}: {turn.content.strip().split('. ')[0][:200]}"
+            cost = self._count(line) + 1
+            if lines and spent + cost > request.target_tokens:
+                break
+            lines.append(line)
+            spent += cost
+        return "\n".join(lines)
 
 
 def first_sentences() -> FirstSentences:

@@ -28,6 +28,7 @@ calls).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -119,14 +120,31 @@ class Meter:
 
 
 class Recorder:
-    """A stand-in ``OpenAI`` client: ``chat.completions.create`` hands back what it was sent."""
+    """A real ``OpenAI`` client whose HTTP never leaves the process: each request's JSON body is
+    kept (``sent``) and answered with a minimal completion, so a wrapper is measured on what it
+    really sends."""
 
     def __init__(self) -> None:
-        self.chat = self
-        self.completions = self
+        import httpx2
+        from openai import OpenAI
 
-    def create(self, **request: Any) -> dict[str, Any]:
-        return request
+        self.sent: list[dict[str, Any]] = []
+
+        def answer(request: httpx2.Request) -> httpx2.Response:
+            self.sent.append(json.loads(request.content))
+            return httpx2.Response(200, json={
+                "id": "chatcmpl-replay", "object": "chat.completion", "created": 0,
+                "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": "ok"}}]})
+
+        self.client = OpenAI(api_key="replay", base_url="http://replay.invalid/v1",
+                             max_retries=0,
+                             http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+
+    def messages(self) -> Messages:
+        """The messages of the latest request sent."""
+        messages: Messages = self.sent[-1]["messages"]
+        return messages
 
 
 def replay_none(requests: Iterable[Messages], meter: Meter) -> None:
@@ -180,19 +198,20 @@ def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int,
 
     summarizer = FirstSentences() if summarize else None
     reports: list[CallReport] = []
-    clients = [CompactingOpenAI(Recorder(), window=window, reserve=reserve,
+    recorder = Recorder()
+    clients = [CompactingOpenAI(recorder.client, window=window, reserve=reserve,
                                 summarizer=summarizer, estimator=estimator,
-                                on_compaction=reports.append,
+                                on_call=reports.append,
                                 **settings, **({"store": stores()} if stores else {}))
                for _ in range(workers)]
     for number, messages in enumerate(requests):
         client = clients[number % workers]
         try:
-            sent = client.chat.completions.create(model=MODEL, messages=messages)
+            client.chat.completions.create(model=MODEL, messages=messages)
         except CompactionError:
             meter.failed()
             continue
-        meter.record(sent["messages"])
+        meter.record(recorder.messages())
     out = meter.outcome
     out.summarizer_calls = None if summarizer is None else summarizer.calls
     out.decisions.update(report.decision for report in reports)
@@ -202,7 +221,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     windows = parse_windows(__doc__.splitlines()[0], argv)
     seed_tiktoken()
 
-    from cutctx._canonical import sha256_of
     from cutctx_adapters.openai import chat
     from cutctx_adapters.openai._tokens import REPLY_PRIMING_TOKENS, message_tokens
     from cutctx_adapters.tiktoken import TiktokenEstimator
@@ -213,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     session = agent_session()
     requests = requests_of(session)
     conv = chat.to_transcript(session, estimator=estimator)
-    originals = {sha256_of(turn.content) for turn in conv.transcript.turns}
+    # what stubs and clip markers name: the sha256 of each original text's UTF-8 bytes
+    originals = {hashlib.sha256(turn.content.encode()).hexdigest()
+                 for turn in conv.transcript.turns}
     task = next(m for m in session if m["role"] == "user")
     print(f"session: {len(session)} messages, {chat.count_tokens(session, estimator=estimator)} "
           f"tokens; {len(requests)} calls")

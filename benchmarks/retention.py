@@ -81,11 +81,13 @@ def session(estimator: Any, **settings: Any) -> Strategy:
 
     def run(calls: Sequence[Messages], budget: int, meter: Meter) -> Messages | None:
         window = meter.window
-        client = CompactingOpenAI(Recorder(), window=window, reserve=window - budget,
+        recorder = Recorder()
+        client = CompactingOpenAI(recorder.client, window=window, reserve=window - budget,
                                   estimator=estimator, **settings)
         last = None
         for messages in calls:
-            last = client.chat.completions.create(model=MODEL, messages=messages)["messages"]
+            client.chat.completions.create(model=MODEL, messages=messages)
+            last = recorder.messages()
             meter.record(last)
         return last
 

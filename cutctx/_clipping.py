@@ -14,13 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._canonical import sha256_text
+from ._digest import digest_ranges
 from .estimator import TokenEstimator
 from .types import Action, Excerpt, TurnReplacement
 
 __all__ = ["HEAD_SHARE", "Atom", "Clip", "atoms_of", "clip_marker", "clip_text", "plan_clip"]
 
 HEAD_SHARE = 0.6
-"""Of what the clip keeps, the share given to the head (the rest goes to the tail)."""
+"""Of the head and tail a clip keeps, the share given to the head (the rest: the tail)."""
+SALIENT_SHARE = 0.25
+"""Of the text a clip keeps, at most this share goes to salient lines of the middle (errors,
+results, codes: what a digest keeps), shown after the marker."""
 ATOM_SHARE = 0.5
 """Of what the clip keeps, at most this share goes to parts that are not text (kept in order)."""
 _ROUNDS = 24
@@ -73,16 +77,20 @@ def atoms_of(metadata: Mapping[str, str], length: int) -> tuple[Atom, ...]:
 
 
 def clip_marker(elided_tokens: int, elided_lines: int, tokens: int, digest: str,
-                subject: str = "tool result", elided_parts: str = "") -> str:
+                subject: str = "tool result", elided_parts: str = "",
+                kept_lines: int = 0) -> str:
     """The line put between a clipped text's head and tail (``subject``: what was clipped;
-    ``elided_parts``: the non-text parts cut, as ``1 [image]``).
+    ``elided_parts``: the non-text parts cut, as ``1 [image]``; ``kept_lines``: salient lines
+    of the middle kept after it).
 
     >>> clip_marker(1200, 40, 2000, "ab" * 32)[:61]
     '[... cutctx clipped this tool result: 1200 tokens (40 lines) '
     """
     parts = f", with {elided_parts}," if elided_parts else ""
+    kept = (f", {kept_lines} salient line{'s' if kept_lines != 1 else ''} of it kept below"
+            if kept_lines else "")
     return (f"[... cutctx clipped this {subject}: {elided_tokens} tokens ({elided_lines} lines)"
-            f"{parts} elided; original: {tokens} tokens, sha256:{digest} ...]")
+            f"{parts} elided{kept}; original: {tokens} tokens, sha256:{digest} ...]")
 
 
 def plan_clip(
@@ -160,23 +168,31 @@ class _Shape:
     subject: str
 
     def clip(self, chars: int, estimator: TokenEstimator) -> Clip:
-        """The clip keeping about ``chars`` characters of text, split head and tail."""
+        """The clip keeping about ``chars`` characters of text: head and tail, and salient
+        lines of the middle within ``SALIENT_SHARE`` of it."""
         content, atoms = self.content, self.atoms
-        start = _head_end(content, int(chars * HEAD_SHARE))
-        end = max(start, _tail_start(content, chars - int(chars * HEAD_SHARE)))
+        ends = chars - int(chars * SALIENT_SHARE)
+        start = _head_end(content, int(ends * HEAD_SHARE))
+        end = max(start, _tail_start(content, ends - int(ends * HEAD_SHARE)))
         start, end = _outside_atoms(start, end, atoms)
         inside = [atom for atom in atoms if start <= atom.start and atom.end <= end]
         middle = [atom for atom in inside if atom in self.kept_atoms]
-        excerpt = ((0, start), *((atom.start, atom.end) for atom in middle),
-                   (end, len(content)))
+        lines = [(start + a, start + b) for a, b in digest_ranges(
+            content[start:end], int((chars - ends) / self.per_token), estimator, ends=False)
+            if not any(atom.start < start + b and start + a < atom.end for atom in atoms)]
+        kept = sorted([*((atom.start, atom.end) for atom in middle), *lines])
+        excerpt = ((0, start), *kept, (end, len(content)))
         elided = content[start:end]
-        elided_chars = len(elided) - sum(atom.end - atom.start for atom in inside)
-        marker = clip_marker(round(elided_chars / self.per_token), elided.count("\n")
-                             + (1 if elided else 0), self.tokens, self.digest, self.subject,
-                             _named(content, [atom for atom in inside if atom not in middle]))
-        kept = [atom for atom in atoms if atom.end <= start or atom.start >= end] + middle
+        elided_chars = (len(elided) - sum(atom.end - atom.start for atom in inside)
+                        - sum(b - a for a, b in lines))
+        marker = clip_marker(round(max(0, elided_chars) / self.per_token),
+                             max(0, elided.count("\n") + (1 if elided else 0) - len(lines)),
+                             self.tokens, self.digest, self.subject,
+                             _named(content, [atom for atom in inside if atom not in middle]),
+                             len(lines))
+        whole = [atom for atom in atoms if atom.end <= start or atom.start >= end] + middle
         cost = sum(atom.tokens - estimator.estimate_tokens(content[atom.start:atom.end])
-                   for atom in kept)
+                   for atom in whole)
         text = _render(content, excerpt, marker)
         return Clip(excerpt, marker, estimator.estimate_tokens(text) + max(0, cost))
 

@@ -50,9 +50,11 @@ def digest(content: str, max_tokens: int, estimator: TokenEstimator,
     return "\n".join(content[start:end] for start, end in ranges)
 
 
-def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator, *,
+                  ends: bool = True) -> Excerpt:
     """Where ``digest``'s lines stand in ``content``: each line stripped and cut to
-    ``LINE_CHARS`` characters, as a ``(start, end)`` range, in order."""
+    ``LINE_CHARS`` characters, as a ``(start, end)`` range, in order. ``ends=False`` leaves the
+    first and last lines to their own merit (for the middle of a text whose ends are kept)."""
     if max_tokens <= 0:
         return ()
     lines: list[tuple[int, int, int]] = []  # (position, start, end) of each non-blank line
@@ -66,13 +68,14 @@ def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> E
     if not lines:
         return ()
     text = {entry[0]: content[entry[1]:entry[2]] for entry in lines}
-    first, last = lines[0], lines[-1]
-    salient = [entry for entry in lines[1:-1] if _SALIENT.search(text[entry[0]])][:_CANDIDATES]
-    codes = [entry for entry in lines[1:-1] if _CODE.search(text[entry[0]])][:_CANDIDATES]
+    inner = lines[1:-1] if ends else lines
+    salient = [entry for entry in inner if _SALIENT.search(text[entry[0]])][:_CANDIDATES]
+    codes = [entry for entry in inner if _CODE.search(text[entry[0]])][:_CANDIDATES]
+    first_last = (lines[0], *salient, *codes, lines[-1]) if ends else (*salient, *codes)
     chosen: dict[int, tuple[int, int]] = {}
     seen: set[str] = set()
     spent = 0
-    for position, start, end in (first, *salient, *codes, last):
+    for position, start, end in first_last:
         line = text[position]
         if position in chosen or line in seen:
             continue

@@ -139,10 +139,11 @@ TARGET = 2_000
 BUDGET = WINDOW - MAX_TOKENS
 
 
-def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingAnthropic:
+def wrap(client: Any, reports: list[Any] | None = None,
+         **settings: Any) -> CompactingAnthropic[Any]:
     settings = {"window": WINDOW, "trigger": TRIGGER, "target": TARGET, **settings}
-    on_compaction = reports.append if reports is not None else None
-    return CompactingAnthropic(client, on_compaction=on_compaction, **settings)
+    on_call = reports.append if reports is not None else None
+    return CompactingAnthropic(client, on_call=on_call, **settings)
 
 
 def call(messages_: Any, **fields: Any) -> dict[str, Any]:
@@ -461,7 +462,8 @@ def test_beta_messages_compact_like_messages(route: respx.Route,
     assert_sendable(sent(route), agent_history(13))
     assert reports[-1].decision == "compacted"
     # one session behind both: the beta call's view is reused by a plain call that appends
-    client.messages.create(**call(agent_history(13) + one_round(99)))
+    client.messages.create(**call([*agent_history(13), {"role": "assistant", "content": "On it."},
+                                   {"role": "user", "content": "Thanks."}]))
     assert reports[-1].decision == "appended" and reports[-1].reused_items > 0
     count = client.beta.messages.count_tokens(model=MODEL, messages=BIG)
     assert count.input_tokens == 4_321 and sent(count_route)["messages"] == BIG
@@ -588,13 +590,13 @@ def test_tool_definitions_count_toward_the_prompt(route: respx.Route) -> None:
 
 def test_the_window_comes_from_the_table_or_the_caller(route: respx.Route) -> None:
     reports: list[Any] = []
-    CompactingAnthropic(sdk(), on_compaction=reports.append).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append).messages.create(
         **call(SMALL, model="claude-sonnet-4-5-20250929"))
-    CompactingAnthropic(sdk(), on_compaction=reports.append).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append).messages.create(
         **call(SMALL, model="claude-3-5-haiku-latest", max_tokens=2_000))
-    CompactingAnthropic(sdk(), on_compaction=reports.append, window=50_000).messages.create(
+    CompactingAnthropic(sdk(), on_call=reports.append, window=50_000).messages.create(
         **call(SMALL))
-    CompactingAnthropic(sdk(), on_compaction=reports.append,
+    CompactingAnthropic(sdk(), on_call=reports.append,
                         windows={"acme-claude": 32_000}).messages.create(
         **call(SMALL, model="acme-claude-7b"))
     assert [r.prompt_budget for r in reports] == [

@@ -29,6 +29,7 @@ from cutctx import (
 from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
+from tests._support.plain import dicts
 
 from ._support.data import REQUESTS
 from .test_anthropic_properties import assert_sendable, png
@@ -148,7 +149,8 @@ def test_a_user_message_with_results_and_text_splits_and_its_text_is_never_maske
                               policy=ObservationMaskingPolicy(0))
     assert result.report.masked_turn_ids == ("m2.0",)
     assert result.messages is not None
-    assert result.messages[2]["content"][1] == {"type": "text", "text": "Also, please hurry."}
+    assert dicts(result.messages)[2]["content"][1] == {"type": "text",
+                                                       "text": "Also, please hurry."}
     dropped = messages.compact(history, budget=55, estimator=CHARS, keep_recent=1,
                                policy=DropOldestPolicy())
     assert dropped.messages is not None
@@ -422,7 +424,7 @@ def test_masked_tool_results_keep_id_error_flag_and_marker() -> None:
                               policy=ObservationMaskingPolicy(0))
     assert result.report.masked_turn_ids == ("m2.0", "m2.1")
     assert result.messages is not None
-    first, second = result.messages[2]["content"]
+    first, second = dicts(result.messages)[2]["content"]
     assert first["tool_use_id"] == "t1" and "is_error" not in first
     assert second["tool_use_id"] == "t2" and second["is_error"] is True
     assert second["cache_control"] == marker
@@ -482,8 +484,8 @@ def test_a_summary_first_is_a_user_message_whatever_the_role() -> None:
                               summarizer=summarize, summary_role="assistant", keep_task=False)
     assert result.messages is not None
     assert result.report.summary_turn_ids
-    assert result.messages[0]["role"] == "user"
-    assert result.messages[0]["content"][0]["text"].startswith(messages.SUMMARY_HEADER)
+    assert dicts(result.messages)[0]["role"] == "user"
+    assert dicts(result.messages)[0]["content"][0]["text"].startswith(messages.SUMMARY_HEADER)
     assert_sendable(result.system, result.messages, history)
 
 
@@ -524,7 +526,7 @@ def test_a_summary_inside_the_final_tool_loop_is_spoken_by_the_assistant() -> No
                            thinking=thinking, summarizer=summarize,
                            policy=SummarizingPolicy(DEFAULT_PROMPT_ID, min_span_turns=2))
     assert out.messages is not None and out.report.summary_turn_ids
-    assert out.messages[1]["content"][0]["type"] == "thinking"
+    assert dicts(out.messages)[1]["content"][0]["type"] == "thinking"
     summary = next(m for m in out.messages if isinstance(m["content"], list) and any(
         block.get("text", "").startswith(messages.SUMMARY_HEADER) for block in m["content"]))
     assert summary["role"] == "assistant"

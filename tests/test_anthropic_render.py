@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 import cutctx
 from cutctx import CharRatioEstimator, DropOldestPolicy
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
+from tests._support.plain import dicts
 
 CHARS = CharRatioEstimator()
 BASE_URL = "https://api.anthropic.test"
@@ -143,8 +144,8 @@ def test_system_messages_are_kept_in_place_with_the_message_they_follow(budget: 
     out = messages.compact(history, budget=budget, estimator=CHARS, keep_recent=1)
     assert out.messages is not None
     for index in (3, 8):  # what it follows is there, right before it (merged onto or not)
-        position = out.messages.index(history[index])
-        before = out.messages[position - 1]["content"]
+        position = dicts(out.messages).index(history[index])
+        before = dicts(out.messages)[position - 1]["content"]
         tail = before if isinstance(before, str) else before[-1]["text"]
         assert tail == history[index - 1]["content"]
     messages.validate(out.messages)
@@ -180,7 +181,7 @@ def test_a_path_and_a_file_object_are_read_as_the_sdk_reads_them(tmp_path: Path)
         before = copy.copy(history[0]["content"][0]["source"])
         out = messages.compact(history, budget=10_000, estimator=CHARS)
         assert out.messages is not None
-        assert out.messages[0]["content"][0]["source"]["data"] == expected
+        assert dicts(out.messages)[0]["content"][0]["source"]["data"] == expected
         assert history[0]["content"][0]["source"] == before  # the caller's message unchanged
     assert stream.tell() == len(b"ignored prefix")  # the file put back where it stood
 
@@ -267,8 +268,8 @@ def test_a_message_response_appended_is_sent_as_its_role_and_content(
     route = api.post("/v1/messages").mock(side_effect=reply)
     api.post("/v1/messages/count_tokens").respond(json={"input_tokens": 100})
     response = Message.model_validate(json.loads(reply(httpx.Request("POST", BASE_URL)).content))
-    history = [{"role": "user", "content": "hello"}, response,
-               {"role": "user", "content": "and now?"}]
+    history: list[Any] = [{"role": "user", "content": "hello"}, response,
+                          {"role": "user", "content": "and now?"}]
     client = CompactingAnthropic(Anthropic(api_key="test", base_url=BASE_URL, max_retries=0),
                                  window=200_000)
     client.messages.create(model=MODEL, max_tokens=100, messages=history)

@@ -15,8 +15,10 @@ import importlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -439,6 +441,47 @@ def test_budget_unmet_exits_1(tiktoken_cache: Path, tmp_path: Path,
     assert (tmp_path / "unmet.json").is_file()
 
 
+def test_help_states_every_exit_code_the_commands_return(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """0 fits, 1 compacted but over, 2 bad input or a budget that cannot be met: as --help says."""
+    code, out, _ = _main(capsys, "compact", "--help")
+    assert code == 0
+    help_text = " ".join(out.split())
+    assert "0 success (the history fits the budget, or was counted)" in help_text
+    assert "1 compacted but still over the budget" in help_text
+    assert "2 bad input or usage, or a budget that cannot be met" in help_text
+    out_path = tmp_path / "out.json"
+    for command in ("inspect", "compact"):
+        tail = ("-o", out_path) if command == "compact" else ()
+        assert _main(capsys, command, CHAT, "--budget", "8000", *tail)[0] == 0
+        assert _main(capsys, command, CHAT, "--policy", "mask", "--budget", "4000", *tail)[0] == 1
+        assert _main(capsys, command, CHAT, "--budget", "100", "--strict", *tail)[0] == 2
+        assert _main(capsys, command, CHAT, "--budget", "0", *tail)[0] == 2
+        assert _main(capsys, command, tmp_path / "missing.json", *tail)[0] == 2
+    assert _main(capsys, "count", CHAT)[0] == 0
+
+
+@pytest.mark.parametrize("path", _example_ids(EXAMPLES))
+def test_an_unsatisfiable_budget_names_the_budget_and_what_the_kept_turns_need(
+        tiktoken_cache: Path, capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    code, out, err = _main(capsys, "inspect", path, "--budget", "0")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "the budget is 0 tokens (--budget)" in err
+    assert re.search(r"fixed part \(tool definitions, framing\) alone needs [1-9]", err), err
+    assert "only 0" not in err
+    overhead = json.loads(_main(capsys, "count", path, "--json")[1])["overhead_tokens"]
+    window = overhead + 105
+    code, out, err = _main(capsys, "inspect", path, "--window", window, "--reserve", "100",
+                           "--strict")
+    assert code == 2 and err.count("\n") == 1
+    assert (f"the budget is {overhead + 5:,} tokens (window {window:,} (--window) − reserve 100 "
+            f"(--reserve)), {overhead:,} of them for the request framing") in err
+    need = re.search(r"the \d+ turns no policy may touch .* need ([\d,]+) tokens, largest "
+                     r"\S+ \([\d,]+\)", err)
+    assert need is not None, err
+    assert int(need[1].replace(",", "")) > 5
+
+
 def test_policies(tiktoken_cache: Path, tmp_path: Path,
                   capsys: pytest.CaptureFixture[str]) -> None:
     from cutctx_adapters.openai import chat
@@ -576,6 +619,77 @@ def test_offline_summary_fits_its_target(o200k: Any, target: int) -> None:
         assert text.startswith("Earlier turns (10 user, 10 assistant, 10 tool)")
 
 
+class _Tally:
+    """An estimator that adds up the characters it is asked to count."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.characters = 0
+
+    def estimate_tokens(self, text: str) -> int:
+        self.characters += len(text)
+        count: int = self.inner.estimate_tokens(text)
+        return count
+
+
+@pytest.mark.parametrize("kind", ["tiktoken", "char-ratio"])
+def test_offline_summary_counts_text_linear_in_the_turns(o200k: Any, kind: str) -> None:
+    from cutctx import CharRatioEstimator, SummarizationRequest
+    from cutctx_adapters.cli._offline import OfflineSummarizer
+
+    counted = []
+    for count in (300, 1200):  # lines must be dropped: a target far below one line a turn
+        turns = _turns(count, 60)
+        tally = _Tally(o200k if kind == "tiktoken" else CharRatioEstimator())
+        request = SummarizationRequest("g", tuple(t.turn_id for t in turns), count // 2, "p")
+        OfflineSummarizer(tally)(request, turns)
+        counted.append(tally.characters)
+    assert counted[1] <= 4.5 * counted[0]
+
+
+def _recounted_summary(estimator: Any, request: Any, turns: Any) -> str:
+    """The offline summary as first written: each candidate text counted whole."""
+    from cutctx_adapters.cli import _offline
+
+    target = max(1, request.target_tokens)
+    roles = Counter(turn.role.value for turn in turns)
+    header = "Earlier turns ({}), condensed:".format(
+        ", ".join(f"{n} {role}" for role, n in roles.items()))
+    lines: list[str] = []
+    for cap in _offline._LINE_CAPS:
+        lines = [_offline._Opening.of(turn).line(cap) for turn in turns]
+        text = "\n".join([header, *lines])
+        if estimator.estimate_tokens(text) <= target:
+            return text
+    for keep in range(len(lines) - 1, -1, -1):
+        text = _offline._with_more(header, lines, keep)
+        if estimator.estimate_tokens(text) <= target:
+            return text
+    return _offline.OfflineSummarizer(estimator)._truncated(text, target)
+
+
+_words = st.sampled_from(["Fix", "the", "parser.", "It", "fails", "on", "tabs!", "(see", "x.py)",
+                          "\n", "ok?", "Done.", "…", "/tmp", "'s", "don't", "A", "b", "  "])
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.lists(_words, max_size=40).map(" ".join), min_size=1, max_size=30),
+       target=st.sampled_from([1, 3, 10, 30, 60, 100, 300, 1000]),
+       kind=st.sampled_from(["tiktoken", "char-ratio"]))
+def test_offline_summary_keeps_the_most_lines_that_fit(tiktoken_cache: Path, texts: list[str],
+                                                       target: int, kind: str) -> None:
+    from cutctx import CharRatioEstimator, Role, SummarizationRequest, TranscriptTurn
+    from cutctx_adapters.cli._offline import OfflineSummarizer
+    from cutctx_adapters.tiktoken import TiktokenEstimator
+
+    estimator = TiktokenEstimator() if kind == "tiktoken" else CharRatioEstimator()
+    roles = [Role.USER, Role.ASSISTANT, Role.TOOL]
+    turns = [TranscriptTurn(f"m{i}", roles[i % 3], text, 5) for i, text in enumerate(texts)]
+    request = SummarizationRequest("g", tuple(t.turn_id for t in turns), target, "p")
+    assert OfflineSummarizer(estimator)(request, turns) == _recounted_summary(
+        estimator, request, turns)
+
+
 def test_module_doctests() -> None:
     from cutctx_adapters.cli import _offline
 
@@ -682,7 +796,8 @@ def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_pat
 
 def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """A huge newest tool result is clipped by default, refused with --strict; the task is
+    """A huge newest tool result is clipped (strict or not: a result over its share always
+    is); a huge newest user message is clipped by default, refused with --strict; the task is
     kept unless --no-keep-task."""
     history = _tool_history("bash")
     history[-1]["content"] = "line of log output\n" * 20_000
@@ -693,7 +808,11 @@ def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
     assert "1 clipped" in out and "task m0 kept" in out
     written = json.loads(out_path.read_text(encoding="utf-8"))
     assert "cutctx clipped this tool result" in written[-1]["content"]
-    code, _out, err = _main(capsys, "compact", path, "--budget", "1500", "--strict",
+    observation = tmp_path / "observation.json"
+    observation.write_text(json.dumps([*history[:-1], {**history[-1], "content": "done"},
+                                       {"role": "user", "content": "log line\n" * 20_000}]),
+                           encoding="utf-8")
+    code, _out, err = _main(capsys, "compact", observation, "--budget", "1500", "--strict",
                             "-o", out_path)
     assert code == 2 and "budget cannot be met" in err
     code, out, err = _main(capsys, "compact", path, "--budget", "1500", "--no-keep-task",

@@ -20,6 +20,7 @@ from cutctx_adapters._pipeline import CompactionResult
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.tiktoken import TiktokenEstimator
+from tests._support.plain import dicts
 
 CANARY = "CANARY-7f3a"
 HEAD, TAIL = "FIRST-LINE-OF-OUTPUT", "LAST-LINE-OF-OUTPUT"
@@ -121,7 +122,7 @@ def test_a_huge_newest_user_message_is_clipped_and_the_task_kept(
     assert result.measured_tokens is not None and result.measured_tokens <= 3_000
     assert result.messages is not None
     assert result.messages[1] == history[1]  # the task, byte for byte
-    newest = result.messages[-1]["content"]
+    newest = dicts(result.messages)[-1]["content"]
     assert newest.startswith(HEAD) and newest.endswith(TAIL)
     assert "cutctx clipped this message" in newest and f"sha256:{sha(observation)}" in newest
     assert [r.kind for r in result.replacements] == ["clipped"]
@@ -135,16 +136,23 @@ def test_the_task_gives_way_too_when_the_newest_alone_is_not_enough(
     result = chat.compact(history, budget=2_000, estimator=o200k)
     assert result.measured_tokens is not None and result.measured_tokens <= 2_000
     assert result.messages is not None
-    first, last = result.messages[0]["content"], result.messages[-1]["content"]
+    sent = dicts(result.messages)
+    first, last = sent[0]["content"], sent[-1]["content"]
     assert f"sha256:{sha(task)}" in first and f"sha256:{sha(observation)}" in last
     assert {r.kind for r in result.replacements} == {"clipped"}
     assert len(result.replacements) == 2
 
 
 def test_strict_keeps_the_refusal(o200k: TiktokenEstimator) -> None:
+    """A result over its share is clipped as any compaction clips it, strict or not (issue 31);
+    strict refuses what only a relaxation could fit: here a huge newest user message."""
     compact, args = chat_tool(huge(100_000))
+    clipped = compact(**args, budget=4_000, estimator=o200k, strict=True)
+    assert not clipped.budget_unmet and clipped.report.clipped_turn_ids == ("m3",)
+    history = [*args["messages"], {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": huge(100_000)}]
     with pytest.raises(BudgetUnsatisfiable):
-        compact(**args, budget=4_000, estimator=o200k, strict=True)
+        chat.compact(history, budget=4_000, estimator=o200k, strict=True)
 
 
 @pytest.mark.parametrize("name", TOOL_FORMATS)

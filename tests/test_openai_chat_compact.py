@@ -23,6 +23,7 @@ from cutctx import (
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult, SummarizationFailed
 from cutctx_adapters._policy import choose_policy
 from cutctx_adapters.openai import chat
+from tests._support.plain import dicts
 
 from . import chat_rules
 from ._support.data import REQUESTS
@@ -96,7 +97,7 @@ def test_without_a_summarizer_no_summaries_are_planned_mask_then_drop() -> None:
     assert result.report.masked_turn_ids
     assert result.compacted
     assert result.messages is not None
-    assert not any(m["content"].startswith(HEADER) for m in result.messages
+    assert not any(m["content"].startswith(HEADER) for m in dicts(result.messages)
                    if isinstance(m.get("content"), str))
     chat_rules.check(result.messages)
 
@@ -104,7 +105,8 @@ def test_without_a_summarizer_no_summaries_are_planned_mask_then_drop() -> None:
 def test_masking_comes_before_dropping() -> None:
     before = total(HISTORY)
     light = chat.compact(HISTORY, budget=before - 200)
-    assert light.report.masked_turn_ids and not light.report.dropped_turn_ids
+    assert light.report.masked_turn_ids or light.report.clipped_turn_ids
+    assert not light.report.dropped_turn_ids
 
 
 def test_with_a_summarizer_the_default_chain_inserts_a_summary_message() -> None:
@@ -172,7 +174,8 @@ def test_result_fields_and_token_figures() -> None:
     assert result.messages is not None and result.plan is not None and result.report is not None
     assert result.compacted is True
     assert set(result.view.turn_ids()) == {
-        *result.report.kept_turn_ids, *result.report.masked_turn_ids}
+        *result.report.kept_turn_ids, *result.report.masked_turn_ids,
+        *result.report.clipped_turn_ids, *result.report.deduplicated_turn_ids}
 
 
 def test_nothing_happens_under_the_budget() -> None:
@@ -281,7 +284,7 @@ def test_keep_recent_protects_the_newest_messages() -> None:
     budget = total(HISTORY) // 4
     result = chat.compact(HISTORY, budget=budget, keep_recent=5, keep_task=False)
     assert result.messages is not None
-    for sent, given in zip(result.messages[-5:], HISTORY[-5:], strict=True):
+    for sent, given in zip(dicts(result.messages)[-5:], HISTORY[-5:], strict=True):
         if sent == given:
             continue
         assert given["role"] == "tool" and sent["tool_call_id"] == given["tool_call_id"]
@@ -292,10 +295,18 @@ def test_keep_recent_protects_the_newest_messages() -> None:
     assert unclipped.protection_relaxed and not unclipped.budget_unmet
 
 
-@pytest.mark.parametrize("budget", [-1, 1.5, "100", True, None])
+@pytest.mark.parametrize("budget", [-1, 1.5, "100", True])
 def test_a_bad_budget_is_a_validation_error(budget: Any) -> None:
     with pytest.raises(ValidationError):
         chat.compact(HISTORY, budget=budget)
+
+
+def test_without_a_budget_the_window_less_the_reserve_is_the_budget() -> None:
+    sized = chat.compact(HISTORY, window=total(HISTORY) // 2 + 100, reserve=100)
+    assert sized.prompt_budget == total(HISTORY) // 2
+    assert sized.messages == chat.compact(HISTORY, budget=total(HISTORY) // 2).messages
+    with pytest.raises(ValidationError, match="no budget: pass budget="):
+        chat.compact(HISTORY, model="my-own-model", estimator=CharRatioEstimator())
 
 
 def test_the_system_prompt_alone_over_budget_is_unsatisfiable() -> None:
@@ -326,7 +337,7 @@ def test_the_callers_history_is_never_mutated() -> None:
 def test_compacted_output_keeps_tool_call_ids_and_never_empty_tool_calls() -> None:
     result = chat.compact(HISTORY, budget=total(HISTORY) // 3)
     assert result.messages is not None
-    masked = [m for m in result.messages
+    masked = [m for m in dicts(result.messages)
               if m["role"] == "tool" and m["content"].startswith("[tool result masked")]
     assert masked
     for message in masked:

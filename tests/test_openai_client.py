@@ -129,10 +129,10 @@ TRIGGER = 3_000
 TARGET = 2_000
 
 
-def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingOpenAI:
+def wrap(client: Any, reports: list[Any] | None = None, **settings: Any) -> CompactingOpenAI[Any]:
     settings = {"window": WINDOW, "trigger": TRIGGER, "target": TARGET, **settings}
-    on_compaction = reports.append if reports is not None else None
-    return CompactingOpenAI(client, on_compaction=on_compaction, **settings)
+    on_call = reports.append if reports is not None else None
+    return CompactingOpenAI(client, on_call=on_call, **settings)
 
 
 def agent_history(rounds: int, size: int = 60) -> list[dict[str, Any]]:
@@ -167,7 +167,7 @@ def tokens(messages: list[dict[str, Any]], tools: Any = None) -> int:
     return chat.count_tokens(messages, model=MODEL, tools=tools)
 
 
-SMALL = agent_history(2)
+SMALL: list[Any] = agent_history(2)
 BIG = agent_history(12)
 
 
@@ -409,20 +409,20 @@ def test_tool_definitions_count_toward_the_prompt(route: respx.Route) -> None:
 
 def test_the_window_comes_from_the_table_or_the_caller(route: respx.Route) -> None:
     reports: list[Any] = []
-    CompactingOpenAI(sdk(), on_compaction=reports.append).chat.completions.create(
+    CompactingOpenAI(sdk(), on_call=reports.append).chat.completions.create(
         model="gpt-4o-2024-08-06", messages=SMALL, max_completion_tokens=1_000)
-    CompactingOpenAI(sdk(), on_compaction=reports.append).chat.completions.create(
+    CompactingOpenAI(sdk(), on_call=reports.append).chat.completions.create(
         model="gpt-4", messages=SMALL, max_tokens=1_000)
-    CompactingOpenAI(sdk(), on_compaction=reports.append, window=50_000).chat.completions.create(
+    CompactingOpenAI(sdk(), on_call=reports.append, window=50_000).chat.completions.create(
         model="gpt-4", messages=SMALL, max_tokens=1_000)
     with pytest.warns(UserWarning):  # unknown to tiktoken: counted with o200k_base
-        CompactingOpenAI(sdk(), on_compaction=reports.append,
+        CompactingOpenAI(sdk(), on_call=reports.append,
                          windows={"acme-llm": 32_000}).chat.completions.create(
             model="acme-llm-7b", messages=SMALL, max_tokens=1_000)
     # GPT-5's window is 400K but it takes 272K in: the table's window is capped, a given one not
-    CompactingOpenAI(sdk(), on_compaction=reports.append).chat.completions.create(
+    CompactingOpenAI(sdk(), on_call=reports.append).chat.completions.create(
         model="gpt-5", messages=SMALL, max_completion_tokens=1_000)
-    CompactingOpenAI(sdk(), on_compaction=reports.append, window=300_000).chat.completions.create(
+    CompactingOpenAI(sdk(), on_call=reports.append, window=300_000).chat.completions.create(
         model="gpt-5", messages=SMALL, max_completion_tokens=1_000)
     assert [r.prompt_budget for r in reports] == [127_000, 7_192, 49_000, 31_000, 272_000,
                                                   299_000]

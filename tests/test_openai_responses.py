@@ -772,9 +772,9 @@ def test_the_bundled_coding_agent_example_compacts_validly(policy: str) -> None:
 
 # --- the compacting client -----------------------------------------------------------------
 
-def wrapped(client: Any, reports: list[Any]) -> CompactingOpenAI:
+def wrapped(client: Any, reports: list[Any]) -> CompactingOpenAI[Any]:
     return CompactingOpenAI(client, window=8_000, trigger=2_000, target=1_200,
-                            on_compaction=reports.append)
+                            on_call=reports.append)
 
 
 def test_the_client_compacts_input_before_sending(route: respx.Route) -> None:

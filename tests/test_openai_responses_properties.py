@@ -32,6 +32,7 @@ from cutctx import (
 )
 from cutctx_adapters.openai import responses
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
+from tests._support.plain import dicts
 
 CHARS = CharRatioEstimator()
 STUB = "[tool result masked by cutctx]"
@@ -236,8 +237,7 @@ def test_compacted_inputs_are_always_valid(history: tuple[list[dict[str, Any]], 
         return
     assert items == before
     assert result.instructions == instructions
-    sent = result.input
-    assert isinstance(sent, list)
+    sent = dicts(result.input)
     assert api_problems(sent) == []
     responses.validate(sent, instructions=result.instructions)
     measured = responses.count_tokens(sent, instructions=instructions, estimator=CHARS)

@@ -2,28 +2,76 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 
-def _run(code: str) -> subprocess.CompletedProcess[str]:
+def _run(code: str, tiktoken_cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = None if tiktoken_cache is None else {**os.environ,
+                                               "TIKTOKEN_CACHE_DIR": str(tiktoken_cache)}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, timeout=60)
+                          check=False, timeout=60, env=env)
 
 
-@pytest.mark.parametrize(("module", "sdk", "extra"), [
-    ("cutctx_adapters.openai", "openai", "openai"),
-    ("cutctx_adapters.anthropic", "anthropic", "anthropic"),
+@pytest.mark.parametrize(("module", "sdk", "wrapper"), [
+    ("cutctx_adapters.openai", "openai", "CompactingOpenAI"),
+    ("cutctx_adapters.anthropic", "anthropic", "CompactingAnthropic"),
 ])
-def test_provider_package_without_its_sdk_names_the_extra(module: str, sdk: str,
-                                                          extra: str) -> None:
+def test_provider_wrapper_without_its_sdk_names_the_extra(module: str, sdk: str,
+                                                          wrapper: str) -> None:
     code = (f"import sys; sys.modules[{sdk!r}] = None\n"
-            f"try:\n    import {module}\n"
+            f"import {module}\n"
+            f"try:\n    from {module} import {wrapper}\n"
             f"except ImportError as exc:\n    print(exc)\nelse:\n    print('imported')")
     result = _run(code)
-    assert f"pip install 'cutctx[{extra}]'" in result.stdout
+    assert f"pip install 'cutctx[{sdk}]'" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(("package", "module"), [("openai", "chat"), ("anthropic", "messages")])
+def test_plain_dicts_convert_and_count_without_the_sdk(package: str, module: str,
+                                                       tiktoken_cache: Path) -> None:
+    code = (f"import sys; sys.modules[{package!r}] = None\n"
+            f"from cutctx_adapters.{package} import {module}\n"
+            "history = [{'role': 'user', 'content': 'Hello there'}]\n"
+            f"conv = {module}.to_transcript(history)\n"
+            f"print(len(conv.transcript.turns), {module}.count_tokens(history) > 0,\n"
+            f"      {module}.compact(history, budget=500).budget_unmet)")
+    result = _run(code, tiktoken_cache)
+    assert result.stdout.split() == ["1", "True", "False"], result.stderr
+
+
+def test_counting_without_tiktoken_names_the_extra() -> None:
+    code = ("import sys; sys.modules['openai'] = sys.modules['tiktoken'] = None\n"
+            "from cutctx import CharRatioEstimator\n"
+            "from cutctx_adapters.openai import chat\n"
+            "history = [{'role': 'user', 'content': 'Hello there'}]\n"
+            "print(chat.count_tokens(history, estimator=CharRatioEstimator()))\n"
+            "try:\n    chat.count_tokens(history)\n"
+            "except ImportError as exc:\n    print(exc)")
+    result = _run(code)
+    assert "pip install 'cutctx[tiktoken]'" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_cli_version_and_help_need_no_rich(option: str) -> None:
+    code = ("import sys\nsys.modules['rich'] = None\n"
+            "from cutctx_adapters.cli import main\n"
+            f"raise SystemExit(main([{option!r}]))")
+    result = _run(code)
+    assert result.returncode == 0 and "cutctx" in result.stdout, result.stderr
+
+
+def test_readme_lists_every_extra() -> None:
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert [extra for extra in extras if f"`cutctx[{extra}]`" not in readme] == []
 
 
 def test_adapters_core_imports_without_any_sdk() -> None:

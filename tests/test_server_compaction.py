@@ -55,6 +55,7 @@ from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
+from tests._support.plain import dicts
 from tests.test_anthropic_properties import histories
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -78,8 +79,7 @@ class Recorder:
 
 def sent(result: CompactionResult) -> list[dict[str, Any]]:
     """The Messages history a compaction returned."""
-    assert result.messages is not None
-    return result.messages
+    return dicts(result.messages)
 
 
 def never(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
@@ -299,7 +299,7 @@ def test_a_responses_compaction_item_stays_whole_in_place_and_what_it_covers_goe
     assert isinstance(result.input, list)
     responses.validate(result.input)
     assert [item for item in result.input if item.get("type") == "compaction"] == [ITEM]
-    cut = result.input.index(dict(ITEM))
+    cut = dicts(result.input).index(dict(ITEM))
     covered = {f"i{index}" for index, item in enumerate(items[:items.index(ITEM)])
                if item.get("role") not in ("user", "developer")}
     assert set(result.covered) == covered
@@ -388,7 +388,7 @@ def test_compact_defers_to_server_compaction_within_the_model_s_own_limit() -> N
 def test_compact_refuses_a_defer_setting_that_is_not_a_bool() -> None:
     with pytest.raises(ValidationError) as bad:
         responses.compact([EasyInputMessageParam(role="user", content="hi")], budget=100,
-                          defer_to_server="yes")
+                          defer_to_server="yes")  # type: ignore[arg-type]
     assert bad.value.details["field"] == "defer_to_server"
 
 
@@ -545,7 +545,7 @@ def test_a_wrapped_openai_client_sends_what_responses_compact_returned_as_it_was
     history: list[Any] = list(sdk.responses.compact(model=GPT, input="...").output)
     history += chat_rounds(40_000, CHARS)
     reports: list[Any] = []
-    client = CompactingOpenAI(sdk, window=30_000, on_compaction=reports.append)
+    client = CompactingOpenAI(sdk, window=30_000, on_call=reports.append)
     client.responses.create(model=GPT, input=history, context_management=[
         {"type": "compaction", "compact_threshold": 60_000}])
     body = json.loads(route.calls.last.request.content)
@@ -567,7 +567,7 @@ def test_a_wrapped_anthropic_client_sends_the_server_s_compaction_block_first(
     route = api.post(f"{ANTHROPIC_URL}/v1/messages").respond(200, json=reply)
     sdk = Anthropic(api_key="test", base_url=ANTHROPIC_URL, max_retries=0)
     reports: list[Any] = []
-    client = CompactingAnthropic(sdk, window=30_000, on_compaction=reports.append)
+    client = CompactingAnthropic(sdk, window=30_000, on_call=reports.append)
     edit = BetaContextManagementConfigParam(edits=[BetaCompact20260112EditParam(
         type="compact_20260112")])
     history: list[Any] = [dict(message) for message in chat_rounds(40_000, CHARS)]

@@ -32,7 +32,7 @@ import cutctx
 from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
 from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.openai import CompactingOpenAI, chat
-from cutctx_adapters.session import CallReport, CompactionSession, Prepared
+from cutctx_adapters.session import CallReport, CompactionSession, PrefixCheck, Prepared
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests.chat_rules import check
 
@@ -153,7 +153,7 @@ def estimator(request: pytest.FixtureRequest) -> TokenEstimator:
 
 
 HISTORY = agent_run("a", 60)
-REQUESTS = calls_of(HISTORY)
+REQUESTS: list[list[Any]] = calls_of(HISTORY)
 
 
 # --- (a) the prefix stays put between compaction events ------------------------------------
@@ -424,7 +424,9 @@ def test_sdk_objects_and_dicts_with_the_same_content_are_the_same_history() -> N
     assert any(not isinstance(m, dict) for m in mixed)
     again = compactor.prepare(model=MODEL, messages=mixed)
     assert again.report.decision == "reused"
-    assert dumps(sent(again)) == dumps(sent(outcomes[-1]))
+    assert sent(again) == sent(outcomes[-1])  # the same content, found by content ...
+    fresh = session(CountingSummarizer()).prepare(model=MODEL, messages=mixed)
+    assert dumps(sent(again)) == dumps(sent(fresh))  # ... sent as the history has it
     grown = compactor.prepare(model=MODEL, messages=as_sdk_objects(REQUESTS[40]))
     assert grown.report.decision in ("appended", "recompacted")
     if grown.report.decision == "appended":
@@ -436,7 +438,9 @@ def test_a_history_first_seen_as_sdk_objects_is_extended_by_dicts() -> None:
     objects = replay(compactor, [as_sdk_objects(r) for r in REQUESTS[:40]])
     dicts = compactor.prepare(model=MODEL, messages=REQUESTS[39])
     assert dicts.report.decision == "reused"
-    assert dumps(sent(dicts)) == dumps(sent(objects[-1]))
+    assert sent(dicts) == sent(objects[-1])
+    fresh = session(CountingSummarizer()).prepare(model=MODEL, messages=REQUESTS[39])
+    assert dumps(sent(dicts)) == dumps(sent(fresh))
     assert all(isinstance(m, dict) for o in objects for m in sent(o)
                if o.report.decision != "unchanged")
 
@@ -522,7 +526,7 @@ def serial_outputs() -> tuple[dict[str, Trace], int]:
 
 @pytest.mark.parametrize("check_prefix", ["content", "identity"])
 def test_threads_preparing_interleaved_conversations_match_a_serial_run(
-        check_prefix: str) -> None:
+        check_prefix: PrefixCheck) -> None:
     expected, expected_calls = serial_outputs()
     summarizer = CountingSummarizer()
     compactor = session(summarizer, check_prefix=check_prefix)
@@ -564,7 +568,8 @@ def test_concurrent_aprepare_calls_match_a_serial_run() -> None:
 
 
 @pytest.mark.parametrize("check_prefix", ["content", "identity"])
-def test_threads_preparing_the_same_conversation_match_a_serial_run(check_prefix: str) -> None:
+def test_threads_preparing_the_same_conversation_match_a_serial_run(
+        check_prefix: PrefixCheck) -> None:
     """Threads racing through the same calls of one conversation (the same list objects) all
     send what a serial run sends: views of shared state that two calls extend at once never see
     each other's items."""
@@ -585,7 +590,8 @@ def test_threads_preparing_the_same_conversation_match_a_serial_run(check_prefix
 
 
 @pytest.mark.parametrize("check_prefix", ["content", "identity"])
-def test_interleaved_conversations_each_read_only_what_they_append(check_prefix: str) -> None:
+def test_interleaved_conversations_each_read_only_what_they_append(
+        check_prefix: PrefixCheck) -> None:
     """One session (one wrapped client) serving several conversations at once converts each
     history whole once, then reads of every call only what it appends, and sends what a
     session of its own would; past ``max_views`` conversations, the least recent is read whole
@@ -637,16 +643,8 @@ def test_the_session_holds_no_response_objects() -> None:
     assert [ref() for ref in refs] == [None, None]
 
 
-def test_the_wrapper_sessions_hold_no_client() -> None:
-    class Client:
-        def __init__(self) -> None:
-            self.chat = self
-            self.completions = self
-
-        def create(self, **request: Any) -> dict[str, Any]:
-            return request
-
-    client = Client()
+def test_the_wrapper_sessions_hold_no_client(api: respx.Route) -> None:
+    client = OpenAI(api_key="test", base_url=BASE_URL, max_retries=0)
     wrapper = CompactingOpenAI(client, window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
                                estimator=cutctx.CharRatioEstimator(),
                                summarizer=CountingSummarizer())
@@ -679,12 +677,12 @@ def api(tiktoken_cache: Path) -> Iterator[respx.Route]:
 
 @pytest.mark.parametrize("check_prefix", ["content", "identity"])
 def test_the_wrapper_sends_a_stable_prefix_and_reports_why(api: respx.Route,
-                                                           check_prefix: str) -> None:
+                                                           check_prefix: PrefixCheck) -> None:
     reports: list[CallReport] = []
     summarizer = CountingSummarizer()
     client = CompactingOpenAI(OpenAI(api_key="test", base_url=BASE_URL, max_retries=0),
                               window=WINDOW, reserve=0, trigger=TRIGGER, target=TARGET,
-                              summarizer=summarizer, on_compaction=reports.append,
+                              summarizer=summarizer, on_call=reports.append,
                               check_prefix=check_prefix)
     for messages in REQUESTS:
         response = client.chat.completions.create(model=MODEL, messages=messages)

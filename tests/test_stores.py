@@ -657,6 +657,110 @@ def test_async_twin_degrades_too() -> None:
         assert asyncio.run(aproduce_once(store, "k", produce)) == b"local"
 
 
+# --- outages: a store that failed is left alone for a back-off --------------------------------
+
+
+def test_a_down_store_is_left_alone_for_the_backoff_then_tried_again() -> None:
+    store = _Counting(_FailingOn("get", "claim"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert produce_once(store, "k1", lambda: b"a", backoff=0.2) == b"a"
+        asked = store.calls
+        for index in range(20):  # down: produced locally, the store never called
+            assert produce_once(store, f"k{index}", lambda: b"b", backoff=0.2) == b"b"
+        assert store.calls == asked
+        store.inner.failing = set()  # the store is back ...
+        time.sleep(0.25)  # ... and the back-off is over: tried, and used again
+        assert produce_once(store, "k2", lambda: b"shared", backoff=0.2) == b"shared"
+        assert store.inner.inner.get("k2") == b"shared"
+        assert produce_once(store, "k2", _never, backoff=0.2) == b"shared"
+    assert [type(w.message) for w in caught] == [StoreWarning]  # one outage, one warning
+    assert "for 0.2 s, then trying it again" in str(caught[0].message)
+
+
+def test_every_outage_warns_once() -> None:
+    store = _FailingOn("get")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _outage in range(2):
+            store.failing = {"get"}
+            for _ in range(3):
+                produce_once(store, "k", lambda: b"local", backoff=0.05)
+            time.sleep(0.06)
+            store.failing = set()
+            produce_once(store, "k", lambda: b"up", backoff=0.05)  # answered: the outage ends
+            time.sleep(0.06)
+    assert [type(w.message) for w in caught] == [StoreWarning, StoreWarning]
+
+
+def test_a_store_failing_again_after_its_backoff_waits_twice_as_long() -> None:
+    store = _Counting(_FailingOn("get"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        produce_once(store, "k", lambda: b"x", backoff=0.1)
+        time.sleep(0.12)
+        produce_once(store, "k", lambda: b"x", backoff=0.1)  # tried again: fails, no warning
+        asked = store.calls
+        time.sleep(0.12)  # past the first back-off, within the doubled one
+        produce_once(store, "k", lambda: b"x", backoff=0.1)
+        assert store.calls == asked
+    assert len(caught) == 1
+
+
+def test_async_twin_leaves_a_down_store_alone_too() -> None:
+    store = _Counting(_FailingOn("get"))
+
+    async def produce() -> bytes:
+        return b"local"
+
+    async def run() -> list[bytes | None]:
+        return [await aproduce_once(store, f"k{index}", produce, backoff=30)
+                for index in range(5)]
+
+    with pytest.warns(StoreWarning) as warned:
+        assert asyncio.run(run()) == [b"local"] * 5
+    assert store.calls == 1 and len(warned) == 1
+
+
+def test_a_dead_redis_is_asked_once_then_again_when_it_is_back(fresh_redis: RedisServer) -> None:
+    store = _Counting(RedisStore(fresh_redis.client(), prefix="outage:"))
+    assert produce_once(store, "before", lambda: b"shared", backoff=0.5) == b"shared"
+    port = fresh_redis.port
+    fresh_redis.kill()
+    asked = store.calls
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values = [produce_once(store, f"dead{index}", lambda: b"local", backoff=0.5)
+                  for index in range(20)]
+    assert values == [b"local"] * 20
+    assert store.calls == asked + 1  # the first get failed; the other 19 never asked
+    assert [type(w.message) for w in caught] == [StoreWarning]
+    fresh_redis.start(port)
+    time.sleep(0.55)
+    assert produce_once(store, "after", lambda: b"again", backoff=0.5) == b"again"
+    assert produce_once(store, "after", _never, backoff=0.5) == b"again"  # stored: shared again
+
+
+def test_a_refused_stored_value_is_replaced(store: Store) -> None:
+    store.put("k", b"\xff bad")
+
+    def utf8(value: bytes) -> bool:
+        try:
+            value.decode()
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    assert produce_once(store, "k", lambda: b"good", accept=utf8) == b"good"
+    assert store.get("k") == b"good"
+    assert produce_once(store, "k", _never, accept=utf8) == b"good"
+
+
+def test_a_produced_value_accept_refuses_is_returned_but_not_stored(store: Store) -> None:
+    assert produce_once(store, "k", lambda: b"bad", accept=lambda v: v != b"bad") == b"bad"
+    assert store.get("k") is None
+
+
 # --- several processes ----------------------------------------------------------------------
 
 
@@ -692,6 +796,26 @@ def test_processes_racing_on_one_key_produce_once(kind: str, tmp_path: Path,
 
 def _never() -> bytes:
     raise AssertionError("produce must not be called")
+
+
+class _Counting:
+    """A store that counts the calls made to it, passing them on to ``inner``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"_Counting({self.inner!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.inner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return method(*args, **kwargs)
+
+        return counted
 
 
 class _FailingOn:

@@ -162,6 +162,58 @@ def test_cache_never_changes_answers(texts: list[str]) -> None:
     assert second == first[::-1]
 
 
+# --- long texts: counted in pieces, exactly --------------------------------------------------
+
+# Characters and snippets around every rule of the split patterns: whitespace of each kind
+# (Python's and the patterns'), newlines before slashes and letters, contractions, letter case
+# runs, marks, digits, punctuation runs, surrogates, astral characters.
+_TRICKY = [" ", "\n", "\r", "\t", "/", "'", "a", "Z", "é", "ß", "中", "1", "9",
+           ".", ",", "-", '"', "(", "\u0301", "\u00a0", "\u2028", "\x1c", "\x85", "\u3000",
+           "\u180e", "\u200b", "😀", "’", "\ud800", "\udc00"]
+_SNIPPETS = ["don't", "'s", "'LL", "HTTPServer", "iPhone", "123456", "...\n", ".\n/", "\n\n",
+             " \n", "\n ", "a\n/b", "x/y", "<|endoftext|>", "def f():\n    return 1\n",
+             '{"k":"v","n":[1,2]}', "naïve café", "ЁЖИК", "👍🏽"]
+_texts = st.lists(st.sampled_from(_SNIPPETS) | st.text(st.sampled_from(_TRICKY), max_size=4)
+                  | st.text(max_size=3), max_size=60).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_texts, size=st.integers(min_value=1, max_value=12))
+def test_pieces_count_as_the_whole_text(text: str, size: int) -> None:
+    pieces = list(tiktoken_module._pieces(text, size))
+    assert "".join(pieces) == text
+    for name in ("o200k_base", "cl100k_base"):
+        encoding = tiktoken.get_encoding(name)
+        assert (sum(len(encoding.encode_ordinary(piece)) for piece in pieces)
+                == len(encoding.encode_ordinary(text)))
+
+
+def test_a_long_text_is_counted_in_pieces_with_the_whole_texts_count(
+        o200k: TiktokenEstimator, cl100k: TiktokenEstimator) -> None:
+    line = "Traceback (most recent call last): File \"app.py\", line 12, in <module>\n"
+    text = line * (3 * tiktoken_module.PIECE_CHARS // len(line))
+    assert len(list(tiktoken_module._pieces(text, tiktoken_module.PIECE_CHARS))) >= 3
+    for estimator in (o200k, cl100k):
+        assert estimator.estimate_tokens(text) == len(estimator.encoding.encode_ordinary(text))
+
+
+def test_a_long_text_is_cached_by_hash_not_held(o200k: TiktokenEstimator) -> None:
+    text = "word " * (tiktoken_module.PIECE_CHARS * 2)
+    first = o200k.estimate_tokens(text)
+    assert o200k.estimate_tokens("".join(["word "] * (tiktoken_module.PIECE_CHARS * 2))) == first
+    assert o200k.cache_info() == CacheInfo(hits=1, misses=1, size=1, maxsize=65536)
+    assert all(type(key) is bytes and len(key) == 32 for key in o200k._long._entries)  # sha256
+
+
+def test_only_the_registered_split_patterns_are_cut() -> None:
+    base = tiktoken.get_encoding("o200k_base")
+    assert tiktoken_module._splits_safely(base)
+    assert tiktoken_module._splits_safely(tiktoken.get_encoding("cl100k_base"))
+    other = tiktoken.Encoding("o200k_base", pat_str=r"\S+|\s+",
+                              mergeable_ranks=base._mergeable_ranks, special_tokens={})
+    assert not tiktoken_module._splits_safely(other)
+
+
 # --- the cache ------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """cutctx adapters: the OpenAI and Anthropic SDKs, tiktoken, fulfilment, prompts and the CLI.
 
 ``CompactionSession(chat.FORMAT, ...)`` is sticky compaction without a wrapped client: give it
-each request's full history, send what ``prepare`` returns.
+each request's full history, send what ``prepare`` returns. ``CompactionSettings`` is the one
+settings value sessions, wrapped clients and ``compact`` take.
 
 Provider subpackages import their SDK lazily: ``cutctx_adapters.openai`` needs
 ``cutctx[openai]``, ``cutctx_adapters.anthropic`` needs ``cutctx[anthropic]``. Stores that
@@ -20,6 +21,7 @@ from .errors import (
 from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 from .session import CallReport, CompactionSession, Prepared
+from .settings import CompactionSettings
 
 __all__ = [
     "DEFAULT_PROMPT_ID",
@@ -28,6 +30,7 @@ __all__ = [
     "CallReport",
     "CompactionResult",
     "CompactionSession",
+    "CompactionSettings",
     "HistoryFormat",
     "Prepared",
     "PromptRegistry",

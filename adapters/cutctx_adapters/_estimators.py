@@ -12,6 +12,7 @@ import warnings
 
 from cutctx import TokenEstimator, ValidationError
 
+from ._requires import require
 from .errors import TokenizerUnavailable
 
 __all__ = ["ApproximateTokensWarning", "chosen_estimator", "estimator_for", "use_when_unavailable"]
@@ -90,7 +91,8 @@ class CheckedEstimator:
 
 
 def _build(model: str | None) -> TokenEstimator:
-    from .tiktoken import TiktokenEstimator  # tiktoken is an extra: import it only when counting
+    require("tiktoken", "tiktoken")  # an extra: said by name, imported only when counting
+    from .tiktoken import TiktokenEstimator
 
     try:
         return TiktokenEstimator(model)

@@ -47,6 +47,7 @@ __all__ = [
     "run",
     "start",
     "stub_estimator",
+    "summary_check",
 ]
 
 
@@ -77,10 +78,11 @@ class CompactionResult:
     view: Transcript
     conversion: Conversion[Any] = field(repr=False)
     overhead_tokens: int = 0
-    messages: list[dict[str, Any]] | None = None
+    messages: Any = None
+    """Typed by each format's result class (``chat.ChatResult``, ...), as its SDK takes it."""
     system: Any = None
     instructions: Any = None
-    input: str | list[dict[str, Any]] | None = None
+    input: Any = None
     summarization_fallback: bool = False
     rendered: Any = field(default=None, repr=False)
     """The format's own rendering (what ``conversion.render(view)`` returned)."""
@@ -448,7 +450,8 @@ def _steps(job: Job) -> Generator[Job, Outcome, CompactionResult]:
     return result
 
 
-def _checker(job: Job) -> Callable[[SummarizationRequest, str], None]:
+def summary_check(job: Job) -> Callable[[SummarizationRequest, str], None]:
+    """How ``job`` vets a summary before it is used (or stored): ``SummarizationFailed`` if not."""
     def check(request: SummarizationRequest, text: str) -> None:
         _check_length(job, request, text)
 
@@ -466,7 +469,7 @@ def run(job: Job, summarizer: AnySummarizer | None = None,
             assert summarizer is not None
             try:
                 outcome: Outcome = fulfil(wanted.plan, wanted.conversion.transcript, summarizer,
-                                          cache=cache, check=_checker(wanted))
+                                          cache=cache, check=summary_check(wanted))
             except SummarizationFailed as failure:
                 outcome = failure
             wanted = steps.send(outcome)
@@ -485,8 +488,9 @@ async def arun(job: Job, summarizer: AnySummarizer | None = None,
             _require_summarizer(wanted, summarizer)
             assert summarizer is not None
             try:
-                outcome: Outcome = await afulfil(wanted.plan, wanted.conversion.transcript,
-                                                 summarizer, cache=cache, check=_checker(wanted))
+                outcome: Outcome = await afulfil(
+                    wanted.plan, wanted.conversion.transcript, summarizer, cache=cache,
+                    check=summary_check(wanted))
             except SummarizationFailed as failure:
                 outcome = failure
             wanted = steps.send(outcome)

@@ -3,15 +3,16 @@
 Without a policy of the caller's, the adapters escalate: deduplicate repeated tool results, clip
 oversized ones, mask old ones (keeping a digest of what they name; those no later turn refers
 back to first), summarize the oldest span just large enough (with a summarizer), and only then
-drop the oldest exchanges — what a person typed last of all. Tool results include observations:
-tool output an agent loop sends back as a user message (``_observations``).
+drop the oldest exchanges — what a person typed last of all; then give back, newest first, what
+that took beyond the budget (``FillingPolicy``). Tool results include observations: tool output
+an agent loop sends back as a user message (``_observations``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Literal, TypedDict, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 from cutctx import (
     DIGEST_STYLES,
@@ -19,6 +20,7 @@ from cutctx import (
     CompactionPolicy,
     DeduplicateResultsPolicy,
     DropOldestPolicy,
+    FillingPolicy,
     PolicyChain,
     SpanSummarizingPolicy,
     TokenEstimator,
@@ -37,7 +39,6 @@ __all__ = [
     "DigestStyle",
     "GiveWay",
     "OnSummaryError",
-    "PolicyKeywords",
     "PolicyOptions",
     "choose_policy",
     "with_observations",
@@ -46,25 +47,11 @@ __all__ = [
 Out = TypeVar("Out")
 OnSummaryError = Literal["raise", "fallback"]
 DigestStyle = Literal["identifiers", "lines"]
+"""What a stub's digest keeps (``digest``): what the result names, or its salient lines."""
 GiveWay = Literal["value", "oldest"]
+"""Which tool results are masked and dropped first (``give_way``)."""
 DEFAULT_DIGEST_TOKENS = 48
 """Tokens a masked tool result keeps of what it said (what it names: errors, paths, symbols)."""
-
-
-class PolicyKeywords(TypedDict, total=False):
-    """The policy settings ``compact``/``plan`` of every format take as keywords."""
-
-    keep_recent_results: int
-    keep_task: bool
-    keep_user_turns: bool
-    digest_tokens: int
-    observations: ObservationRule
-    digest: DigestStyle
-    give_way: GiveWay
-    max_result_tokens: int | None
-    max_result_share: float
-    on_summary_error: OnSummaryError
-    strict: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +65,9 @@ class PolicyOptions:
     * ``observations``: which user messages carry tool output and are treated as tool results
       (``"auto"``, ``"after_assistant"``, ``"none"``, or a callable ``(message, index) ->
       bool``; see ``_observations`` and docs/policies.md).
-    * ``digest``: what a stub's digest keeps: ``"identifiers"`` (error types, paths, symbols,
-      numbers the result names) or ``"lines"`` (its first, error, result and last lines).
+    * ``digest``: what a stub's digest keeps: ``"identifiers"`` (error types, codes, paths,
+      symbols, numbers the result names) or ``"lines"`` (its first, error, result and last
+      lines).
     * ``give_way``: which results are masked and dropped first. ``"value"``: those no later turn
       refers back to, then the rest (each oldest first), and results before the agent's own
       steps; ``"oldest"``: by age alone.
@@ -124,15 +112,6 @@ class PolicyOptions:
                 raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}",
                                       {"field": name})
 
-    @classmethod
-    def of(cls, keywords: Mapping[str, Any]) -> PolicyOptions:
-        """Options from keyword arguments; an unknown keyword is refused by name."""
-        known = {field.name for field in fields(cls)}
-        for name in keywords:
-            if name not in known:
-                raise ValidationError(f"unknown option {name!r}", {"field": name})
-        return cls(**keywords)
-
 
 def _whole(value: Any, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -169,7 +148,7 @@ def choose_policy(
         members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
     members.append(UserLastDropPolicy(order=options.give_way) if options.keep_user_turns
                    else DropOldestPolicy())
-    return PolicyChain(members)
+    return FillingPolicy(PolicyChain(members), estimator=stub_estimator)
 
 
 def with_observations(conversion: Conversion[Out], rule: ObservationRule) -> Conversion[Out]:

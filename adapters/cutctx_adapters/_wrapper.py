@@ -2,27 +2,40 @@
 
 A wrapped resource (``chat.completions``, ``responses``, ``messages``) intercepts the methods
 that carry a history, runs its format's ``CompactionSession`` and calls the real method with the
-result; everything else is the wrapped object's own attribute.
+result; everything else is the wrapped object's own attribute. For type checkers the wrapped
+resources are the SDK's own types (``SdkView``), so calls keep the SDK's overloads.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection
-from typing import Any
+import sys
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Generic, Self, TypeVar, Unpack, overload
+
+from cutctx import ValidationError
 
 from ._format import HistoryFormat
 from .session import CallReport, CompactionSession
+from .settings import CompactionSettings, ReportCallback, SettingsKeywords
 
 __all__ = [
     "CompactingClient",
     "CompactingResource",
     "Namespace",
     "ReportCallback",
+    "SdkView",
+    "check_client",
     "is_async_client",
 ]
 
-ReportCallback = Callable[[CallReport], None]
+_WRAPPERS = {"openai": "CompactingOpenAI", "anthropic": "CompactingAnthropic"}
+"""The wrapper for each SDK's clients, to name when the other one is given."""
+ClientT = TypeVar("ClientT")
+SyncClientT = TypeVar("SyncClientT")
+AsyncClientT = TypeVar("AsyncClientT")
+SyncT = TypeVar("SyncT")
+AsyncT = TypeVar("AsyncT")
 _RESPONSE_VIEWS = frozenset({"with_raw_response", "with_streaming_response"})
 
 
@@ -128,39 +141,60 @@ class Namespace:
         return f"<compacting {self._real!r}>"
 
 
-class CompactingClient:
-    """What the provider wrappers share: one sticky session per format, the report callback,
-    and delegation of everything else to the wrapped client."""
+class SdkView(Generic[SyncClientT, AsyncClientT, SyncT, AsyncT]):
+    """A wrapped client's attribute, typed as the SDK client's own: ``SyncT`` on a wrapped sync
+    client, ``AsyncT`` on an async one, so calls through it keep the SDK's overloads (stream or
+    not, parse) for type checkers. At run time it is what ``build(wrapper)`` returns."""
 
-    def __init__(self, client: Any, formats: Collection[HistoryFormat], *,
-                 on_compaction: ReportCallback | None = None, **settings: Any) -> None:
+    def __init__(self, build: Callable[[Any], Any]) -> None:
+        self._build = build
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+
+    @overload
+    def __get__(self, obj: CompactingClient[SyncClientT], owner: type[Any]) -> SyncT: ...
+
+    @overload
+    def __get__(self, obj: CompactingClient[AsyncClientT], owner: type[Any]) -> AsyncT: ...
+
+    def __get__(self, obj: Any, owner: type[Any]) -> Any:
+        return self if obj is None else self._build(obj)
+
+
+class CompactingClient(Generic[ClientT]):
+    """What the provider wrappers share: the settings (checked when made), one sticky session
+    per format, and delegation of everything else to the wrapped client."""
+
+    def __init__(self, client: ClientT, formats: Collection[HistoryFormat], *,
+                 settings: CompactionSettings | None = None,
+                 **keywords: Unpack[SettingsKeywords]) -> None:
         self._client = client
-        self._on_compaction = on_compaction
         self._is_async = is_async_client(client)
+        self.settings = CompactionSettings.of(settings, **keywords)
         self.last_report: CallReport | None = None
+        """The report of the latest call through this client (whatever its decision)."""
         self.sessions: dict[str, CompactionSession] = {
-            fmt.name: CompactionSession(fmt, **settings) for fmt in formats
+            fmt.name: CompactionSession(fmt, settings=self.settings) for fmt in formats
         }
 
     def _notify(self, report: CallReport) -> None:
         self.last_report = report
-        if self._on_compaction is not None:
-            self._on_compaction(report)
 
     def _compacting(self, resource: Any, format_name: str, methods: Collection[str]) -> Any:
         return CompactingResource(resource, self.sessions[format_name], methods,
                                   is_async=self._is_async, notify=self._notify)
 
     @property
-    def wrapped(self) -> Any:
+    def wrapped(self) -> ClientT:
         """The client this wraps."""
         return self._client
 
-    def with_options(self, **options: Any) -> Any:
+    def with_options(self, **options: Any) -> Self:
         """The wrapped client's ``with_options``, still compacting (and sharing its state)."""
         clone = type(self).__new__(type(self))
         clone.__dict__.update(self.__dict__)
-        clone._client = self._client.with_options(**options)
+        clone._client = self._client.with_options(**options)  # type: ignore[attr-defined]
         return clone
 
     def __getattr__(self, name: str) -> Any:
@@ -168,3 +202,25 @@ class CompactingClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._client!r})"
+
+
+def check_client(client: object, wrapper: str, sdk: str, classes: Sequence[str]) -> None:
+    """Refuse, when the wrapper is made, anything but an instance of one of the ``sdk``
+    package's ``classes`` (subclasses, such as Azure's, included): the class itself, another
+    SDK's client, or anything else, each named with what to pass instead."""
+    wanted = " or ".join(f"{sdk}.{name}" for name in classes)
+    if isinstance(client, type):
+        raise ValidationError(
+            f"{wrapper} wraps a client instance, got the class {client.__name__}: pass "
+            f"{client.__name__}(...)", {"field": "client", "rule": "class_not_instance"})
+    module = sys.modules.get(sdk)  # a client of this SDK means the SDK is imported already
+    kinds = tuple(getattr(module, name) for name in classes) if module is not None else ()
+    if kinds and isinstance(client, kinds):
+        return
+    given = type(client)
+    package = given.__module__.split(".")[0]
+    other = _WRAPPERS.get(package)
+    hint = f" (wrap it with {other})" if other is not None and other != wrapper else ""
+    raise ValidationError(
+        f"{wrapper} wraps an {wanted} client, got {package}.{given.__qualname__}{hint}",
+        {"field": "client", "rule": "client_type"})

@@ -26,13 +26,24 @@ __all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "af
            "span_key"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
+"""A function that writes one summary: given the plan's request (its prompt id and target
+tokens) and the turns to fold, in order, it returns the summary text. It may call a model
+(``OpenAISummarizer``, ``AnthropicSummarizer``) or not (tests, heuristics); an exception, an
+empty text or one far over ``request.target_tokens`` fails that summary, never the history.
+
+>>> def first_lines(request, turns):
+...     return "\n".join(turn.content.splitlines()[0] for turn in turns)
+"""
 AsyncSummarizer: TypeAlias = Callable[
     [SummarizationRequest, Sequence[TranscriptTurn]], Awaitable[str]
 ]
+"""A ``Summarizer`` to await (an async model client): ``afulfil``, ``aprepare`` and
+``acompact`` request the summaries of one plan concurrently."""
 AnySummarizer: TypeAlias = Callable[
     [SummarizationRequest, Sequence[TranscriptTurn]], str | Awaitable[str]
 ]
-"""Either kind (provider summarizers return a str or an awaitable, by their client)."""
+"""Either kind: what settings take (provider summarizers return a str or an awaitable, by
+their client); the sync paths refuse an awaitable with ``SummarizationFailed``."""
 SummaryCache: TypeAlias = MutableMapping[str, str]
 SummaryCheck: TypeAlias = Callable[[SummarizationRequest, str], None]
 """Raises ``SummarizationFailed`` for a summary that must not be used (before it is cached)."""

@@ -78,6 +78,7 @@ the goal), so it asks for their requirements and corrections verbatim."""
 
 DEFAULT_PROMPTS: Mapping[str, SummaryPrompt] = {_FIRST.prompt_id: _FIRST,
                                                 DEFAULT_PROMPT_ID: _DEFAULT}
+"""The prompts every ``PromptRegistry`` starts with, by id."""
 
 
 class PromptRegistry(Mapping[str, SummaryPrompt]):

@@ -3,7 +3,9 @@
 Text is counted with ``encode_ordinary``: transcript text is untrusted and may contain
 special-token text such as ``<|endoftext|>``, which must count as text, not raise. Counts are kept
 in a bounded LRU cache keyed by the text, so a growing history is tokenized once per distinct
-string rather than on every call.
+string rather than on every call. A very long text is counted in pieces cut where the encoding's
+pre-tokenizer never joins two characters (``_pieces``), so counting it holds one piece's tokens at
+a time, not a list of them all; the count is the same.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import functools
 import hashlib
 import importlib
 import os
+import re
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,7 +42,11 @@ __all__ = [
 ]
 
 DEFAULT_ENCODING = "o200k_base"
+"""The encoding used when neither a model nor an encoding is given."""
 DEFAULT_CACHE_SIZE = 65536
+"""Texts whose counts an estimator remembers (an LRU)."""
+PIECE_CHARS = 1 << 18
+"""Characters of a long text encoded at a time (the cut falls at the next safe boundary)."""
 
 
 class UnknownModelWarning(UserWarning):
@@ -103,13 +111,17 @@ class TiktokenEstimator:
         self._model = model
         self._maxsize = cache_size
         encode = self._encoding.encode_ordinary
+        splits = _splits_safely(self._encoding)
 
         def count(text: str) -> int:
-            return len(encode(text))
+            if not splits or len(text) <= 2 * PIECE_CHARS:
+                return len(encode(text))
+            return sum(len(encode(piece)) for piece in _pieces(text, PIECE_CHARS))
 
         # functools' C LRU is thread-safe and costs ~0.1 µs a hit, against ~2 µs to tokenize even
         # a short string, so every text goes through it. It holds the encoding, never ``self``.
         self._count = functools.lru_cache(maxsize=cache_size)(count)
+        self._long = _LongCounts(count, min(cache_size, _LONG_ENTRIES))
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -130,16 +142,20 @@ class TiktokenEstimator:
         """The number of tokens in ``text``, special-token text counted as ordinary text."""
         if not isinstance(text, str):
             raise TypeError(f"estimate_tokens expects str, got {type(text).__name__}")
+        if len(text) > _LONG_CHARS:
+            return self._long.count(text)
         return self._count(text)
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses (tokenizations), current size and bound of the count cache."""
         info = self._count.cache_info()
-        return CacheInfo(info.hits, info.misses, info.currsize, self._maxsize)
+        return CacheInfo(info.hits + self._long.hits, info.misses + self._long.misses,
+                         info.currsize + len(self._long), self._maxsize)
 
     def cache_clear(self) -> None:
         """Empty the count cache and reset its counters."""
         self._count.cache_clear()
+        self._long.clear()
 
     def __repr__(self) -> str:
         return (
@@ -196,6 +212,92 @@ def encoding_from_file(
 
 # ----------------------------------------------------------------------------------------------
 # internals
+
+_LONG_CHARS = 1 << 20
+"""Texts longer than this are cached by their sha256, not held by the cache."""
+_LONG_ENTRIES = 256
+
+
+class _LongCounts:
+    """Counts of long texts keyed by their sha256 (hashed piece by piece), so the cache holds no
+    copy of, nor reference to, a text of many megabytes. Thread-safe; LRU."""
+
+    def __init__(self, count: Callable[[str], int], maxsize: int) -> None:
+        self._counted = count
+        self._maxsize = maxsize
+        self._entries: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def count(self, text: str) -> int:
+        digest = hashlib.sha256()
+        for start in range(0, len(text), PIECE_CHARS):
+            digest.update(text[start:start + PIECE_CHARS].encode("utf-8", "surrogatepass"))
+        key = digest.digest()
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found
+        value = self._counted(text)
+        with self._lock:
+            self.misses += 1
+            if self._maxsize:
+                self._entries[key] = value
+                while len(self._entries) > self._maxsize:
+                    self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# Where a text can be cut without changing its count: no pre-token of the encodings below
+# (their split patterns, as tiktoken registers them) spans such a position, and none is decided
+# by looking past it (their only look-arounds, ``\s+(?!\S)`` and ``\s++$``, sit in whitespace
+# runs, which no cut ends), so each piece splits exactly as it does inside the whole text:
+#  * before a space that follows a non-space (no pre-token holds a non-space then a space);
+#  * after a newline between two non-spaces, unless a "/" follows (o200k lets punctuation take
+#    the newlines and slashes after it);
+#  * between an ASCII letter and an ASCII non-letter other than an apostrophe (a letter run ends
+#    there: o200k's contractions start with the apostrophe).
+# Python's ``\s`` holds every character the patterns' ``\s`` does (and a few more), so these
+# cuts are never fewer-safe. tests/test_tiktoken_estimator.py checks the counts against
+# encoding the whole text.
+_CUT = re.compile(r"(?<=\S)(?= )|(?<=\S\n)(?=[^\s/])|(?<=[A-Za-z])(?=[\x00-\x7f])(?![A-Za-z'])")
+_SAFELY_SPLIT = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
+"""Encodings whose registered split pattern the cuts were checked against."""
+
+
+def _splits_safely(encoding: tiktoken.Encoding) -> bool:
+    """Whether ``encoding`` splits text with the pattern registered for one of
+    ``_SAFELY_SPLIT`` (a custom encoding of the same name but another pattern does not)."""
+    if encoding.name not in _SAFELY_SPLIT:
+        return False
+    try:
+        registered = _construct(encoding.name, lambda *_args, **_kwargs: {})
+    except Exception:  # a tiktoken whose constructors look otherwise: encode whole texts
+        return False
+    return bool(registered.get("pat_str") == getattr(encoding, "_pat_str", None))
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    """``text`` in consecutive pieces of about ``size`` characters or more, cut only where
+    ``_CUT`` allows (one piece, the whole text, when it allows nowhere)."""
+    start = 0
+    while len(text) - start > size:
+        cut = _CUT.search(text, start + size)
+        if cut is None:
+            break
+        yield text[start:cut.start()]
+        start = cut.start()
+    yield text[start:]
 
 
 _warned_models: set[str] = set()

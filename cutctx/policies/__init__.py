@@ -4,6 +4,7 @@ from .chain import PolicyChain, default_chain
 from .clipping import ToolResultClipPolicy
 from .dedupe import DeduplicateResultsPolicy
 from .drop_oldest import DropOldestPolicy
+from .filling import FillingPolicy
 from .masking import DEFAULT_PLACEHOLDER, ObservationMaskingPolicy
 from .span_summarizing import SpanSummarizingPolicy
 from .summarizing import GROUP_ID_PREFIX, SummarizingPolicy
@@ -15,6 +16,7 @@ __all__ = [
     "GROUP_ID_PREFIX",
     "DeduplicateResultsPolicy",
     "DropOldestPolicy",
+    "FillingPolicy",
     "ObservationMaskingPolicy",
     "PolicyChain",
     "SpanSummarizingPolicy",

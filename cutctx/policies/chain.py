@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .._planning import build_plan, keep_all
 from .._replaced import REFERS_TO_KEY, is_final, original_figures, source_ranges
 from .._structure import Structure
-from ..errors import ValidationError
+from ..errors import BudgetUnsatisfiable, ValidationError
 from ..executor import replaced_turn
 from ..types import (
     REPLACING_ACTIONS,
@@ -191,22 +191,29 @@ class PolicyChain:
         self.name = "chain(" + "+".join(f"{p.name}@{p.version}" for p in members) + ")"
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        # Unsatisfiable budgets are refused by the first member (every built-in one checks
-        # before it does any work) or, at the latest, by the plan's own validation; a member
-        # that clips recent turns may make a budget satisfiable that was not.
+        # A member that cannot plan while the untouchable turns exceed the budget (every
+        # built-in one checks before it does any work) waits for the next member that can: one
+        # that clips recent turns may make the budget satisfiable, and then it runs. If none
+        # can, the plan's own validation refuses the budget, as 0.1.0's chain did up front.
         structure = Structure.of(transcript, budget)
         state = _Decisions(transcript, keep_all(transcript))
         projected_total = transcript.token_estimate()
         ratio: float | None = None
-        for policy in self.policies:
-            if projected_total <= budget.max_tokens:
-                break
+        queue = list(self.policies)
+        waiting: list[CompactionPolicy] = []
+        while queue and projected_total > budget.max_tokens:
+            policy = queue.pop(0)
             projection, sources = state.projection()
-            plan = policy.decide(projection, budget)
+            try:
+                plan = policy.decide(projection, budget)
+            except BudgetUnsatisfiable:
+                waiting.append(policy)
+                continue
             if ratio is None:
                 ratio = plan.estimator_ratio
             state.absorb(plan, sources)
             projected_total = plan.tokens_after_estimate
+            queue[:0], waiting = waiting, []
         state.escalate(structure)
         state.repoint()
         return build_plan(transcript, budget, state.actions, state.final_requests(),

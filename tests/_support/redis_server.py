@@ -43,10 +43,11 @@ class RedisServer:
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> RedisServer:
+    def start(self, port: int | None = None) -> RedisServer:
+        """Start on ``port`` (a server back where a stopped one was), else on a free port."""
         assert REDIS_SERVER is not None
         for _attempt in range(3):  # a free port can be taken between probe and bind
-            self.port = _free_port()
+            self.port = port or _free_port()
             self._process = subprocess.Popen(
                 [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                  "--save", "", "--appendonly", "no"],

@@ -1,15 +1,31 @@
 """Anthropic: Messages histories (``system`` + ``messages``), a summarizer and a compacting client.
 
-Needs ``pip install 'cutctx[anthropic]'``.
+``messages`` converts, counts and compacts plain dicts without the ``anthropic`` SDK (counting
+needs ``cutctx[tiktoken]`` or your own estimator); ``CompactingAnthropic`` and
+``AnthropicSummarizer`` need ``pip install 'cutctx[anthropic]'``.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .._requires import require
+from . import messages
 
-require("anthropic", "anthropic")
-require("tiktoken", "anthropic")
-
-from . import messages  # noqa: E402
-from .client import CompactingAnthropic  # noqa: E402
-from .summarizer import AnthropicSummarizer  # noqa: E402
+if TYPE_CHECKING:
+    from .client import CompactingAnthropic
+    from .summarizer import AnthropicSummarizer
 
 __all__ = ["AnthropicSummarizer", "CompactingAnthropic", "messages"]
+
+_NEEDS_SDK = {"CompactingAnthropic": "client", "AnthropicSummarizer": "summarizer"}
+
+
+def __getattr__(name: str) -> Any:
+    """The SDK's wrapper and summarizer, imported when first used."""
+    if name in _NEEDS_SDK:
+        require("anthropic", "anthropic")
+        require("tiktoken", "anthropic")
+        return getattr(import_module(f"{__name__}.{_NEEDS_SDK[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

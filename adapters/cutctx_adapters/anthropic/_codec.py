@@ -17,10 +17,13 @@ Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
 
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The model counts are for when a call names none (``result.model`` says so)."""
 SUMMARY_ROLES = ("user", "assistant")
+"""The roles a summary may be said in (``summary_role``)."""
 OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
 """The user text put first when compaction leaves an assistant message at the start."""
 MAX_CACHE_BREAKPOINTS = 4
+"""The most ``cache_control`` markers the API accepts in one request."""
 _NOUN = "message"
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ASSISTANT_ONLY = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use"})

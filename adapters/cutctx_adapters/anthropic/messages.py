@@ -34,12 +34,12 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Unpack
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
+from cutctx import Action, CompactionBudget, Role, TokenEstimator, ValidationError
 
-from .._conversion import SUMMARY_HEADER, Conversion, Part, PinSpec, plain_tools, to_plain
+from .._conversion import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from .._estimators import estimator_for
 from .._format import (
     HistoryFormat,
@@ -49,9 +49,10 @@ from .._format import (
     reply_allowance,
     server_held,
 )
-from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
-from .._policy import PolicyKeywords, PolicyOptions
-from ..fulfil import AnySummarizer, SummaryCache
+from .._pipeline import Job, arun, resolve_budget, run, start
+from .._results import FormatResult, narrowed
+from ..fulfil import SummaryCache
+from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._codec import (
     DEFAULT_MODEL,
     MAX_CACHE_BREAKPOINTS,
@@ -79,6 +80,9 @@ from ._tokens import (
     scale_to_total,
 )
 
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam, TextBlockParam
+
 __all__ = [
     "DEFAULT_MODEL",
     "FORMAT",
@@ -87,6 +91,7 @@ __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_ROLES",
     "MessagesCodec",
+    "MessagesResult",
     "acompact",
     "acount_tokens",
     "aplan",
@@ -197,21 +202,22 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
                      counter.text_estimator)
 
 
-def _job(prepared: _Prepared, *, budget: int | CompactionBudget, summarizer: object | None,
-         policy: CompactionPolicy | None, pin: PinSpec, keep_recent: int,
-         options: PolicyOptions, summary_role: str, model: str | None,
-         context_management: Any, defer_to_server: bool) -> Job:
-    conv = _conversion(prepared.request, prepared.parts, pin, summary_role, options.keep_task)
+def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: CompactionSettings,
+         summary_role: str, model: str | None, context_management: Any) -> Job:
+    options = settings.policy_options()
+    conv = _conversion(prepared.request, prepared.parts, settings.pin, summary_role,
+                       options.keep_task)
+    summarizer = settings.summarizer
     deferred = deferral({"context_management": context_management}, _server_compaction,
-                        defer_to_server)
+                        settings.defer_to_server)
     if deferred is not None:
-        budget, summarizer = deferred_budget(budget, model), None
+        budget, summarizer = deferred_budget(budget, model, settings.reserve), None
 
     def begin(extra: int) -> Job:
         return start(
             conv,
-            resolve_budget(budget, prepared.overhead + extra, keep_recent),
-            policy=policy,
+            resolve_budget(budget, prepared.overhead + extra, settings.keep_recent),
+            policy=settings.policy,
             summarizer=summarizer,
             estimator=prepared.estimator,
             overhead=prepared.overhead + extra,
@@ -290,27 +296,24 @@ def plan(
     *,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget,
-    summarizer: object | None = None,
-    policy: CompactionPolicy | None = None,
+    budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
     thinking: Mapping[str, Any] | None = None,
-    pin: PinSpec = None,
-    keep_recent: int = 4,
-    estimator: TokenEstimator | None = None,
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
     context_management: Mapping[str, Any] | None = None,
-    defer_to_server: bool = True,
-    **options: Unpack[PolicyKeywords],
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the transcript (system included) gets it minus the
-    request framing and the tools (and the user note, when the plan needs one). Tool results
-    are masked by the default policies, which price a stub with its framing; the rendered
-    request is measured, and re-planned tighter if it is over.
+    request framing and the tools (and the user note, when the plan needs one); None: the
+    model's window less ``reserve``. Tool results are masked by the default policies, which
+    price a stub with its framing; the rendered request is measured, and re-planned tighter if
+    it is over. The other settings are ``CompactionSettings`` fields (``settings=`` and/or
+    keywords).
 
     ``exact_count=client`` (an ``Anthropic`` client) asks ``messages.count_tokens`` once for the
     request's real total and scales the per-turn estimates to add up to it (minus the
@@ -323,14 +326,13 @@ def plan(
     says why), and fitted without summaries above it; ``defer_to_server=False`` compacts as
     usual.
     """
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
+    chosen = planning_settings(settings, keywords, "messages.plan")
+    prepared = _prepare(history, system, model, tools, thinking, chosen.estimator, calibration)
     if exact_count is not None:
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(_exact(exact_count, body))
-    return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
-                keep_recent=keep_recent, options=PolicyOptions.of(options),
-                summary_role=summary_role, model=model, context_management=context_management,
-                defer_to_server=defer_to_server)
+    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
+                context_management)
 
 
 async def aplan(
@@ -338,67 +340,89 @@ async def aplan(
     *,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget,
-    summarizer: object | None = None,
-    policy: CompactionPolicy | None = None,
+    budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
     thinking: Mapping[str, Any] | None = None,
-    pin: PinSpec = None,
-    keep_recent: int = 4,
-    estimator: TokenEstimator | None = None,
     calibration: float | None = None,
     summary_role: str = "user",
     exact_count: Any = None,
     context_management: Mapping[str, Any] | None = None,
-    defer_to_server: bool = True,
-    **options: Unpack[PolicyKeywords],
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
 ) -> Job:
     """``plan``, awaiting the exact count of an ``AsyncAnthropic`` client (a sync one works)."""
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
+    chosen = planning_settings(settings, keywords, "messages.aplan")
+    prepared = _prepare(history, system, model, tools, thinking, chosen.estimator, calibration)
     if exact_count is not None:
         body = _count_body(prepared.request, model, thinking)
         prepared = prepared.scaled(await _aexact(exact_count, body))
-    return _job(prepared, budget=budget, summarizer=summarizer, policy=policy, pin=pin,
-                keep_recent=keep_recent, options=PolicyOptions.of(options),
-                summary_role=summary_role, model=model, context_management=context_management,
-                defer_to_server=defer_to_server)
+    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
+                context_management)
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesResult(FormatResult):
+    """``compact``'s result: ``system`` and ``messages`` ready for ``client.messages.create``
+    (pass ``system`` only when it is not None: the SDK's own default is ``omit``)."""
+
+    system: str | list[TextBlockParam] | None = None
+    messages: list[MessageParam] = field(default_factory=list)
 
 
 def compact(
     history: Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    summarizer: AnySummarizer | None = None,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    thinking: Mapping[str, Any] | None = None,
+    calibration: float | None = None,
+    summary_role: str = "user",
+    exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> MessagesResult:
     """Compact a Messages history (and ``system``) to ``budget`` prompt tokens.
 
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. ``result.system`` and
-    ``result.messages`` are ready to send. See ``plan`` for the options.
+    ``result.messages`` are ready to send. See ``plan`` for the settings. An appended
+    ``Message`` (the SDK's response object) is read as its role and content.
     """
-    job = plan(history, system=system, model=model, budget=budget, summarizer=summarizer,
-               **options)
-    return run(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "messages.compact")
+    job = plan(history, system=system, model=model, budget=budget, tools=tools,
+               thinking=thinking, calibration=calibration, summary_role=summary_role,
+               exact_count=exact_count, context_management=context_management,
+               settings=chosen)
+    return narrowed(run(job, chosen.summarizer, summary_cache), MessagesResult, model)
 
 
 async def acompact(
     history: Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     system: Any = None,
     model: str | None = DEFAULT_MODEL,
-    summarizer: AnySummarizer | None = None,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    thinking: Mapping[str, Any] | None = None,
+    calibration: float | None = None,
+    summary_role: str = "user",
+    exact_count: Any = None,
+    context_management: Mapping[str, Any] | None = None,
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> MessagesResult:
     """``compact`` with an async (or sync) summarizer and ``exact_count`` client."""
-    job = await aplan(history, system=system, model=model, budget=budget,
-                      summarizer=summarizer, **options)
-    return await arun(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "messages.acompact")
+    job = await aplan(history, system=system, model=model, budget=budget, tools=tools,
+                      thinking=thinking, calibration=calibration, summary_role=summary_role,
+                      exact_count=exact_count, context_management=context_management,
+               settings=chosen)
+    return narrowed(await arun(job, chosen.summarizer, summary_cache), MessagesResult, model)
 
 
 def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:

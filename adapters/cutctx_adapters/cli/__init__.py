@@ -1,8 +1,9 @@
 """``cutctx``: inspect, count and compact a saved conversation history from the command line.
 
-Exit codes: 0 success; 1 the history does not fit the budget (``inspect``, ``compact``); 2 bad
-input or usage, reported as one line on stderr; 3 an internal error (``CUTCTX_DEBUG=1`` shows the
-traceback). Nothing here uses the network unless ``--summarizer openai:…|anthropic:…`` is given.
+Exit codes: 0 success; 1 compacted but still over the budget (``inspect``, ``compact``); 2 bad
+input or usage, or a budget that cannot be met (the turns no policy may touch need more),
+reported as one line on stderr; 3 an internal error (``CUTCTX_DEBUG=1`` shows the traceback).
+Nothing here uses the network unless ``--summarizer openai:…|anthropic:…`` is given.
 """
 
 from __future__ import annotations
@@ -24,11 +25,6 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
-        require("rich", "cli")
-        require("tiktoken", "cli")
-    except ImportError as exc:
-        return _fail(str(exc))
     from ._args import build_parser
 
     parser = build_parser()
@@ -36,6 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT if exc.code else 0
+    try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
+        require("rich", "cli")
+        require("tiktoken", "cli")
+    except ImportError as exc:
+        return _fail(str(exc))
+    from ._progress import progress
     source = getattr(args, "file", "-")
     source = "<stdin>" if source == "-" else source
     # The main job must work offline: without tiktoken's files, count ~4 characters a token
@@ -45,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                code: int = args.run(args)
+                with progress(f"cutctx {args.command}: working on {visible(source)}"):
+                    code: int = args.run(args)
             finally:
                 _notes(caught)
         return code

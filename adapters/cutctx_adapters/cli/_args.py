@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 import cutctx
 
-from . import _commands
 from ._errors import EXIT_BAD_INPUT
 from ._formats import FORMATS
 from ._io import DEFAULT_MAX_BYTES
@@ -30,9 +30,11 @@ if it has a top-level "system", Anthropic content blocks or a claude model, else
 list is openai-responses if its items carry Responses types (function_call, reasoning, ...,
 input_text parts), anthropic if they hold tool_use/tool_result/thinking blocks, else openai-chat.
 
-exit codes: 0 success, 1 the history does not fit the budget, 2 bad input or usage (one line on
-stderr), 3 internal error. Token counts use tiktoken, which needs its BPE files: offline, point
-TIKTOKEN_CACHE_DIR at a directory holding them.
+exit codes: 0 success (the history fits the budget, or was counted), 1 compacted but still over
+the budget (the output is written), 2 bad input or usage, or a budget that cannot be met because
+the turns no policy may touch need more (one line on stderr), 3 internal error.
+Token counts use tiktoken, which needs its BPE files: offline, point TIKTOKEN_CACHE_DIR at a
+directory holding them.
 """
 
 
@@ -61,6 +63,18 @@ def _index(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a message index, got {text!r}") from None
 
 
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name``, imported when it runs: it needs rich, ``--help`` does not."""
+
+    def run(args: argparse.Namespace) -> int:
+        from . import _commands
+
+        command: Callable[[argparse.Namespace], int] = getattr(_commands, name)
+        return command(args)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``cutctx`` parser: ``inspect``, ``count`` and ``compact``."""
     parser = _Parser(prog="cutctx", description=_DESCRIPTION, epilog=_EPILOG,
@@ -73,10 +87,6 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--format", choices=list(FORMATS), help="skip detection")
     source.add_argument("--model", help="model for token counts and the context window "
                         "(default: the file's, else the format's default)")
-    source.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
-                        help="message/item indexes no policy may touch (negative from the end)")
-    source.add_argument("--keep-recent", type=_count, metavar="K",
-                        help="protect the K most recent turns (default 4)")
     source.add_argument("--json", action="store_true", help="print JSON instead of a table")
     source.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_BYTES,
                         help=f"read at most N bytes of FILE (default {DEFAULT_MAX_BYTES:,})")
@@ -90,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--reserve", type=_count, metavar="N",
                       help="tokens kept for the reply (default: the body's max_tokens / "
                            f"max_completion_tokens / max_output_tokens, else {DEFAULT_RESERVE})")
+    # Planning options only: ``count`` plans nothing, so it does not take them.
+    plan.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
+                      help="message/item indexes no policy may touch (negative from the end)")
+    plan.add_argument("--keep-recent", type=_count, metavar="K",
+                      help="protect the K most recent turns (default 4)")
     plan.add_argument("--policy", choices=POLICIES, default="default",
                       help="default: mask old tool results, then summarize, then drop the "
                            "oldest; or one of them alone")
@@ -113,13 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect", parents=[source, plan, table], help="show the planned compaction",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Plan a compaction and show, per turn, its tokens and planned action.")
-    inspect.set_defaults(run=_commands.inspect)
+    inspect.set_defaults(run=_command("inspect"), command="inspect")
 
     count = commands.add_parser(
         "count", parents=[source, table], help="per-message and total tokens",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Estimated tokens per turn and for the whole request.")
-    count.set_defaults(run=_commands.count)
+    count.set_defaults(run=_command("count"), command="count")
 
     compact = commands.add_parser(
         "compact", parents=[source, plan], help="write the compacted history",
@@ -130,5 +145,5 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--summarizer", default="offline", metavar="SPEC",
                          help="offline (default: deterministic, no model), openai:MODEL or "
                               "anthropic:MODEL (uses the SDK's environment for keys)")
-    compact.set_defaults(run=_commands.compact)
+    compact.set_defaults(run=_command("compact"), command="compact")
     return parser

@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.text import Text
 
-from cutctx import CompactionExecutor, CompactionPolicy, DropOldestPolicy
+from cutctx import BudgetUnsatisfiable, CompactionExecutor, CompactionPolicy, DropOldestPolicy
 
 from .._pipeline import CompactionResult, Job
 from ..fulfil import Summarizer
-from ._errors import EXIT_OK, EXIT_UNMET
+from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
+from ._progress import done
 from ._render import InspectView, make_console, render_count, render_inspect
 from ._rows import plan_rows, turn_rows
 from ._visible import visible
@@ -33,8 +36,9 @@ def inspect(args: argparse.Namespace) -> int:
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)
     estimator = doc.format.text_estimator(model)
     summarizer = build_summarizer("offline", model, estimator)
-    job = _plan(doc, args, model, budget.tokens,
-                build_policy(args.policy, estimator, summarizer), summarizer)
+    with _refusals(doc, budget):
+        job = _plan(doc, args, model, budget.tokens,
+                    build_policy(args.policy, estimator, summarizer), summarizer)
     plan = job.plan
     # The report depends on the plan alone; summaries are not produced when inspecting.
     placeholders = {request.group_id: "…" for request in plan.summarization_requests}
@@ -100,10 +104,11 @@ def compact(args: argparse.Namespace) -> int:
     estimator = doc.format.text_estimator(model)
     summarizer = build_summarizer(args.summarizer, model, estimator)
     policy = build_policy(args.policy, estimator, summarizer)
-    result = doc.format.compact(
-        doc.history, doc.side, doc.body, model=model, budget=budget.tokens, policy=policy,
-        summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent,
-        settings=policy_settings(args))
+    with _refusals(doc, budget):
+        result = doc.format.compact(
+            doc.history, doc.side, doc.body, model=model, budget=budget.tokens, policy=policy,
+            summarizer=summarizer, pin=args.pin, keep_recent=args.keep_recent,
+            settings=policy_settings(args))
     side, history = doc.format.output(result)
     write_json(args.output, doc.rebuild(side, history))
     report = result.report
@@ -131,6 +136,16 @@ def policy_settings(args: argparse.Namespace) -> dict[str, Any]:
             if getattr(args, name, None) is not None}
 
 
+@contextmanager
+def _refusals(doc: Document, budget: Budget) -> Iterator[None]:
+    """A budget no compaction can meet, said with the budget and where it came from."""
+    try:
+        yield
+    except BudgetUnsatisfiable as exc:
+        raise CliError(unsatisfiable(exc, doc.source, budget.tokens, budget.describe())) \
+            from None
+
+
 def _load(args: argparse.Namespace) -> Document:
     """Read and detect, then validate before anything is counted (no tokenizer needed)."""
     doc = load(args.file, args.format, args.max_bytes)
@@ -146,8 +161,9 @@ def _policy_label(name: str, version: str) -> str:
 def _plan(doc: Document, args: argparse.Namespace, model: str, budget: int,
           policy: CompactionPolicy | None, summarizer: Summarizer | None) -> Job:
     return doc.format.plan(doc.history, doc.side, doc.body, model=model, budget=budget,
-                           policy=policy, summarizer=summarizer, pin=args.pin,
-                           keep_recent=args.keep_recent, settings=policy_settings(args))
+                           policy=policy, summarizer=summarizer, pin=getattr(args, "pin", None),
+                           keep_recent=getattr(args, "keep_recent", None),
+                           settings=policy_settings(args))
 
 
 def _compact_summary(doc: Document, output: str, budget: Budget,
@@ -177,6 +193,7 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
 
 
 def _print_json(data: Any, *, stderr: bool = False) -> None:
+    done()  # the progress spinner ends before the results print
     stream = sys.stderr if stderr else sys.stdout
     stream.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     stream.flush()

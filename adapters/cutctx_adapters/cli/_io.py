@@ -26,6 +26,7 @@ from typing import Any
 
 from ._errors import CliError
 from ._formats import FORMATS, Format, format_named
+from ._progress import done
 
 __all__ = ["DEFAULT_MAX_BYTES", "Document", "detect", "load", "read_json", "write_json"]
 
@@ -121,6 +122,7 @@ def read_json(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CliError(f"{name}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    del raw  # one copy of a large input at a time: the bytes go before the JSON is parsed
     if not text.strip():
         raise CliError(f"{name}: empty file, expected JSON") from None
     try:
@@ -204,6 +206,7 @@ def write_json(path: str, data: Any) -> None:
     except UnicodeEncodeError:
         text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
     if path == "-":
+        done()  # the progress spinner ends before the results print
         sys.stdout.write(text)
         sys.stdout.flush()
         return

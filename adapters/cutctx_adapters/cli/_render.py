@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ._progress import done
 from ._rows import SUMMARY, Row
 from ._visible import visible
 
@@ -208,7 +209,9 @@ class _Console(Console):
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A console for our output: no automatic highlighting of numbers and paths."""
+    """A console for our output: no automatic highlighting of numbers and paths (the progress
+    spinner ends first)."""
+    done()
     return _Console(stderr=stderr, highlight=False)
 
 

@@ -1,15 +1,35 @@
 """OpenAI: Chat Completions and Responses histories, a summarizer and a compacting client.
 
-Needs ``pip install 'cutctx[openai]'``.
+``chat`` converts, counts and compacts plain dicts without the ``openai`` SDK (counting needs
+``cutctx[tiktoken]`` or your own estimator); SDK objects, ``CompactingOpenAI`` and
+``OpenAISummarizer`` need ``pip install 'cutctx[openai]'``.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .._requires import require
+from . import chat
 
-require("openai", "openai")
-require("tiktoken", "openai")
-
-from . import chat, responses  # noqa: E402
-from .client import CompactingOpenAI  # noqa: E402
-from .summarizer import OpenAISummarizer  # noqa: E402
+if TYPE_CHECKING:
+    from . import responses
+    from .client import CompactingOpenAI
+    from .summarizer import OpenAISummarizer
 
 __all__ = ["CompactingOpenAI", "OpenAISummarizer", "chat", "responses"]
+
+_NEEDS_SDK = {"CompactingOpenAI": "client", "OpenAISummarizer": "summarizer"}
+
+
+def __getattr__(name: str) -> Any:
+    """The SDK's wrapper and summarizer, and ``responses``, imported when first used."""
+    if name == "responses":
+        require("tiktoken", "openai")
+        return import_module(f"{__name__}.responses")
+    if name in _NEEDS_SDK:
+        require("openai", "openai")
+        require("tiktoken", "openai")
+        return getattr(import_module(f"{__name__}.{_NEEDS_SDK[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

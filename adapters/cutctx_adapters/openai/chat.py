@@ -13,9 +13,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator
+from cutctx import CompactionBudget, Role, TokenEstimator
 
 from .._conversion import (
     SUMMARY_HEADER,
@@ -33,15 +34,21 @@ from .._conversion import (
 )
 from .._estimators import chosen_estimator
 from .._format import HistoryFormat, given, reply_allowance
-from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
-from .._policy import PolicyKeywords, PolicyOptions
-from ..fulfil import AnySummarizer, SummaryCache
+from .._pipeline import Job, arun, resolve_budget, run, start
+from .._results import FormatResult, narrowed
+from ..fulfil import SummaryCache
+from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
 __all__ = [
+    "DEFAULT_MODEL",
     "FORMAT",
     "SUMMARY_HEADER",
     "ChatCodec",
+    "ChatResult",
     "acompact",
     "compact",
     "count_tokens",
@@ -59,6 +66,8 @@ _ROLES = {
     "function": Role.TOOL,
 }
 _NOUN = "message"
+DEFAULT_MODEL = "gpt-4o"
+"""The model counts are for when a call names none (``result.model`` says so)."""
 SUMMARY_ROLES = ("user", "assistant", "system", "developer")
 
 
@@ -187,6 +196,7 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
+            _refuse_response(message, index)
             raise invalid(_NOUN, index, "role", "unknown_role",
                           "role must be system, developer, user, assistant, tool or function")
         tokens = message_tokens(message, estimator)
@@ -245,6 +255,19 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
     check_call_pairs(parts, _NOUN, "tool_calls", "tool_call_id",
                      closes=lambda part, _call_index: part.kind != "tool")
     return parts
+
+
+def _refuse_response(message: Mapping[str, Any], index: int) -> None:
+    """A whole response appended where its message belongs is named as such, with the fix."""
+    kind = message.get("object")
+    if kind == "chat.completion" or (kind is None and "choices" in message):
+        raise invalid(_NOUN, index, "", "response_not_message",
+                      "this is a whole ChatCompletion response: append its message, "
+                      "response.choices[0].message, not the response")
+    if kind == "chat.completion.chunk":
+        raise invalid(_NOUN, index, "", "response_not_message",
+                      "this is a stream chunk: append the streamed message once the stream is "
+                      "done (stream.get_final_completion().choices[0].message)")
 
 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
@@ -314,7 +337,7 @@ _ZERO = _Zero()
 def count_tokens(
     messages: Sequence[Any],
     *,
-    model: str | None = "gpt-4o",
+    model: str | None = DEFAULT_MODEL,
     tools: Sequence[Mapping[str, Any]] | None = None,
     estimator: TokenEstimator | None = None,
 ) -> int:
@@ -332,37 +355,34 @@ def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenE
 def plan(
     messages: Sequence[Any],
     *,
-    model: str | None = "gpt-4o",
-    budget: int | CompactionBudget,
-    summarizer: object | None = None,
-    policy: CompactionPolicy | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
-    pin: PinSpec = None,
-    keep_recent: int = 4,
-    estimator: TokenEstimator | None = None,
     summary_role: str = "user",
-    **options: Unpack[PolicyKeywords],
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
-    ``options`` are the policy settings of ``PolicyOptions`` (``keep_task``,
-    ``keep_user_turns``, ``digest_tokens``, ``max_result_tokens``, ``on_summary_error``,
-    ``strict``, ...).
+    ``budget``: the whole prompt's tokens (a ``CompactionBudget``: the history's alone); None:
+    the model's window (``window=``, else the built-in table) less ``reserve``. The other
+    settings (``summarizer``, ``policy``, ``pin``, ``keep_recent``, ``estimator``, the chain's
+    options) are ``CompactionSettings`` fields, given as ``settings=`` and/or keywords.
     """
-    settings = PolicyOptions.of(options)
-    counter = chosen_estimator(estimator, model)
-    conv = to_transcript(messages, estimator=counter, pin=pin, summary_role=summary_role,
-                         keep_task=settings.keep_task)
+    chosen = planning_settings(settings, keywords, "chat.plan")
+    counter = chosen_estimator(chosen.estimator, model)
+    conv = to_transcript(messages, estimator=counter, pin=chosen.pin, summary_role=summary_role,
+                         keep_task=chosen.keep_task)
     overhead = overhead_tokens(tools, counter)
     return start(
         conv,
-        resolve_budget(budget, overhead, keep_recent),
-        policy=policy,
-        summarizer=summarizer,
+        resolve_budget(budget_or_window(budget, chosen, model), overhead, chosen.keep_recent),
+        policy=chosen.policy,
+        summarizer=chosen.summarizer,
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"messages": rendered},
-        options=settings,
+        options=chosen.policy_options(),
         **_planning(conv, counter, overhead),
     )
 
@@ -377,37 +397,51 @@ def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
     return {"measure": measure}
 
 
+@dataclass(frozen=True, slots=True)
+class ChatResult(FormatResult):
+    """``compact``'s result: ``messages`` ready for ``client.chat.completions.create``."""
+
+    messages: list[ChatCompletionMessageParam] = field(default_factory=list)
+
+
 def compact(
     messages: Sequence[Any],
     *,
-    budget: int | CompactionBudget,
-    model: str | None = "gpt-4o",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    summary_role: str = "user",
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ChatResult:
     """Compact a Chat Completions history to ``budget`` prompt tokens.
 
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
-    one, the default chain also folds a span into a summary. See ``plan`` for the options.
+    one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    job = plan(messages, model=model, budget=budget, summarizer=summarizer, **options)
-    return run(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "chat.compact")
+    job = plan(messages, model=model, budget=budget, tools=tools, summary_role=summary_role,
+               settings=chosen)
+    return narrowed(run(job, chosen.summarizer, summary_cache), ChatResult, model)
 
 
 async def acompact(
     messages: Sequence[Any],
     *,
-    budget: int | CompactionBudget,
-    model: str | None = "gpt-4o",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    summary_role: str = "user",
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ChatResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    job = plan(messages, model=model, budget=budget, summarizer=summarizer, **options)
-    return await arun(job, summarizer, summary_cache)
-
+    chosen = planning_settings(settings, keywords, "chat.acompact")
+    job = plan(messages, model=model, budget=budget, tools=tools, summary_role=summary_role,
+               settings=chosen)
+    return narrowed(await arun(job, chosen.summarizer, summary_cache), ChatResult, model)
 
 
 FORMAT = HistoryFormat(

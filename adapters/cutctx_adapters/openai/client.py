@@ -1,44 +1,61 @@
 """``CompactingOpenAI``: an ``OpenAI``/``AsyncOpenAI`` client whose history calls compact first.
 
 ``client.chat.completions.create/parse/stream`` and ``client.responses.create/parse/stream``
-keep their signatures and return types; every other attribute is the wrapped client's own.
+keep their signatures and return types (for type checkers too: ``client.chat`` is typed as the
+SDK's ``Chat`` or ``AsyncChat``); every other attribute is the wrapped client's own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from .._wrapper import CompactingClient, Namespace, ReportCallback
+from .._wrapper import CompactingClient, Namespace, SdkView, check_client
+from ..settings import CompactionSettings, SettingsKeywords
 from . import chat, responses
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+    from openai.resources.chat import AsyncChat, Chat
+    from openai.resources.responses import AsyncResponses, Responses
 
 __all__ = ["CompactingOpenAI"]
 
+OpenAIClientT = TypeVar("OpenAIClientT", bound="OpenAI | AsyncOpenAI")
 _METHODS = ("create", "parse", "stream")
 
 
-class CompactingOpenAI(CompactingClient):
-    """Wraps an ``OpenAI`` or ``AsyncOpenAI`` client; compaction settings are keywords.
+def _chat(wrapper: CompactingOpenAI[Any]) -> Any:
+    real = wrapper.wrapped.chat
+    return Namespace(real, completions=wrapper._compacting(real.completions, chat.FORMAT.name,
+                                                           _METHODS))
 
-    Settings (see ``CompactionSession``): ``window``/``windows`` (context window, else the
-    built-in table), ``trigger`` and ``target`` (fractions of the prompt budget, or tokens),
-    ``reserve`` (reply allowance when the request sets none), ``policy``, ``summarizer``,
-    ``keep_recent``, ``pin``, ``sticky`` (reuse the previous view while a history only grows).
-    A request with ``previous_response_id`` or ``conversation`` is passed through untouched.
+
+def _responses(wrapper: CompactingOpenAI[Any]) -> Any:
+    return wrapper._compacting(wrapper.wrapped.responses, responses.FORMAT.name, _METHODS)
+
+
+class CompactingOpenAI(CompactingClient[OpenAIClientT]):
+    """Wraps an ``OpenAI`` or ``AsyncOpenAI`` client; settings as ``CompactionSettings``.
+
+    >>> from openai import OpenAI
+    >>> client = CompactingOpenAI(OpenAI(api_key="sk-test"), window=32_000)
+    >>> client.settings.window, client.settings.target
+    (32000, 0.5)
+
+    Pass a ``CompactionSettings`` (``settings=``) and/or its fields as keywords: ``window``
+    (else the built-in table), ``trigger``/``target``, ``reserve``, ``summarizer``, ``store``,
+    ``on_compaction`` (called when a request was compacted, or could not be), ``on_call``
+    (every call), ... A request with ``previous_response_id`` or ``conversation`` is passed
+    through untouched.
     """
 
-    def __init__(self, client: Any, *, on_compaction: ReportCallback | None = None,
-                 **settings: Any) -> None:
-        super().__init__(client, (chat.FORMAT, responses.FORMAT), on_compaction=on_compaction,
-                         **settings)
+    chat: SdkView[OpenAI, AsyncOpenAI, Chat, AsyncChat] = SdkView(_chat)
+    """``chat`` whose ``completions`` compact ``messages`` before sending."""
+    responses: SdkView[OpenAI, AsyncOpenAI, Responses, AsyncResponses] = SdkView(_responses)
+    """``responses`` whose calls compact ``input`` (and ``instructions``) before sending."""
 
-    @property
-    def chat(self) -> Any:
-        """``chat`` whose ``completions`` compact ``messages`` before sending."""
-        real = self._client.chat
-        return Namespace(real, completions=self._compacting(real.completions, chat.FORMAT.name,
-                                                            _METHODS))
-
-    @property
-    def responses(self) -> Any:
-        """``responses`` whose calls compact ``input`` (and ``instructions``) before sending."""
-        return self._compacting(self._client.responses, responses.FORMAT.name, _METHODS)
+    def __init__(self, client: OpenAIClientT, *, settings: CompactionSettings | None = None,
+                 **keywords: Unpack[SettingsKeywords]) -> None:
+        check_client(client, "CompactingOpenAI", "openai", ("OpenAI", "AsyncOpenAI"))
+        super().__init__(client, (chat.FORMAT, responses.FORMAT), settings=settings,
+                         **keywords)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
-from cutctx import CompactionBudget, CompactionPolicy, Role, TokenEstimator, ValidationError
+from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
 
 from .._conversion import (
     BOUNDARY_KIND,
@@ -44,9 +44,10 @@ from .._format import (
     reply_allowance,
     server_held,
 )
-from .._pipeline import CompactionResult, Job, arun, resolve_budget, run, start
-from .._policy import PolicyKeywords, PolicyOptions
-from ..fulfil import AnySummarizer, SummaryCache
+from .._pipeline import Job, arun, resolve_budget, run, start
+from .._results import FormatResult, narrowed
+from ..fulfil import SummaryCache
+from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
     ITEM_TOKENS,
@@ -57,10 +58,15 @@ from ._responses_tokens import (
 )
 from ._tokens import REPLY_PRIMING_TOKENS
 
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputItemParam
+
 __all__ = [
+    "DEFAULT_MODEL",
     "FORMAT",
     "INSTRUCTIONS_TURN_ID",
     "ResponsesCodec",
+    "ResponsesResult",
     "acompact",
     "compact",
     "count_tokens",
@@ -74,6 +80,9 @@ Rendered: TypeAlias = tuple[str | None, str | list[dict[str, Any]]]
 """``(instructions, input)``, ready for ``client.responses.create``."""
 
 INSTRUCTIONS_TURN_ID = "instructions"
+"""The turn id of the request's ``instructions`` (a SYSTEM turn)."""
+DEFAULT_MODEL = "gpt-5"
+"""The model counts are for when a call names none (``result.model`` says so)."""
 _NOUN = "item"
 SUMMARY_ROLES = ("user", "assistant", "system", "developer")
 
@@ -416,6 +425,10 @@ def _read(item: Any, index: int) -> _Item:
     if not isinstance(item, Mapping):
         raise invalid(_NOUN, index, "", "item_type", "an item must be an object")
     kind = item.get("type", "message" if "role" in item else None)
+    if kind is None and item.get("object") == "response":
+        raise invalid(_NOUN, index, "", "response_not_item",
+                      "this is a whole Response: add its output items to the input "
+                      "(input += response.output), not the response")
     if kind is None and "id" in item:
         kind = "item_reference"  # the API's own default for an item with only an id
     if not isinstance(kind, str) or not kind:
@@ -632,7 +645,7 @@ def count_tokens(
     input_items: str | Sequence[Any],
     *,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
+    model: str | None = DEFAULT_MODEL,
     tools: Sequence[Any] | None = None,
     estimator: TokenEstimator | None = None,
 ) -> int:
@@ -646,46 +659,43 @@ def plan(
     input_items: str | Sequence[Any],
     *,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    budget: int | CompactionBudget,
-    summarizer: object | None = None,
-    policy: CompactionPolicy | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
     tools: Sequence[Any] | None = None,
-    pin: PinSpec = None,
-    keep_recent: int = 4,
-    estimator: TokenEstimator | None = None,
     summary_role: str = "user",
     context_management: Sequence[Any] | None = None,
-    defer_to_server: bool = True,
-    **options: Unpack[PolicyKeywords],
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
 ) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
-    instructions are a turn of the transcript, so they count there). ``options``: the policy
-    settings of ``PolicyOptions``. ``context_management`` is the request's: when it turns the
-    server's compaction on (or the input ends with a ``compaction_trigger``), the history is
-    left to the server while it fits the model's own limit (``result.deferred`` says why),
-    and fitted without summaries above it; ``defer_to_server=False`` compacts as usual.
+    instructions are a turn of the transcript, so they count there); None: the model's window
+    less ``reserve``. The other settings are ``CompactionSettings`` fields (``settings=`` and/or
+    keywords). ``context_management`` is the request's: when it turns the server's compaction
+    on (or the input ends with a ``compaction_trigger``), the history is left to the server
+    while it fits the model's own limit (``result.deferred`` says why), and fitted without
+    summaries above it; ``defer_to_server=False`` compacts as usual.
     """
-    settings = PolicyOptions.of(options)
+    chosen = planning_settings(settings, keywords, "responses.plan")
+    goal, summarizer = budget_or_window(budget, chosen, model), chosen.summarizer
     deferred = deferral({"context_management": context_management, "input": input_items},
-                        _server_compaction, defer_to_server)
+                        _server_compaction, chosen.defer_to_server)
     if deferred is not None:
-        budget, summarizer = deferred_budget(budget, model), None
-    counter = chosen_estimator(estimator, model)
+        goal, summarizer = deferred_budget(goal, model, chosen.reserve), None
+    counter = chosen_estimator(chosen.estimator, model)
     conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
-                         pin=pin, summary_role=summary_role, keep_task=settings.keep_task)
+                         pin=chosen.pin, summary_role=summary_role, keep_task=chosen.keep_task)
     overhead = overhead_tokens(tools, counter, model)
     return start(
         conv,
-        resolve_budget(budget, overhead, keep_recent),
-        policy=policy,
+        resolve_budget(goal, overhead, chosen.keep_recent),
+        policy=chosen.policy,
         summarizer=summarizer,
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        options=settings,
+        options=chosen.policy_options(),
         deferred=deferred,
         **_planning(conv, counter_for(counter, model), overhead),
     )
@@ -712,40 +722,59 @@ def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> i
     return total
 
 
+@dataclass(frozen=True, slots=True)
+class ResponsesResult(FormatResult):
+    """``compact``'s result: ``instructions`` and ``input`` ready for
+    ``client.responses.create`` (``input`` stays a string if it was one and was kept)."""
+
+    instructions: str | None = None
+    input: str | list[ResponseInputItemParam] = ""
+
+
 def compact(
     input_items: str | Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    summary_role: str = "user",
+    context_management: Sequence[Any] | None = None,
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ResponsesResult:
     """Compact a Responses ``input`` to ``budget`` prompt tokens.
 
     Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
-    one, the default chain also folds a span into a summary. See ``plan`` for the options.
+    one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    job = plan(input_items, instructions=instructions, model=model, budget=budget,
-               summarizer=summarizer, **options)
-    return run(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "responses.compact")
+    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
+               summary_role=summary_role, context_management=context_management,
+               settings=chosen)
+    return narrowed(run(job, chosen.summarizer, summary_cache), ResponsesResult, model)
 
 
 async def acompact(
     input_items: str | Sequence[Any],
     *,
-    budget: int | CompactionBudget,
     instructions: str | None = None,
-    model: str | None = "gpt-5",
-    summarizer: AnySummarizer | None = None,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    tools: Sequence[Any] | None = None,
+    summary_role: str = "user",
+    context_management: Sequence[Any] | None = None,
     summary_cache: SummaryCache | None = None,
-    **options: Any,
-) -> CompactionResult:
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ResponsesResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    job = plan(input_items, instructions=instructions, model=model, budget=budget,
-               summarizer=summarizer, **options)
-    return await arun(job, summarizer, summary_cache)
+    chosen = planning_settings(settings, keywords, "responses.acompact")
+    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
+               summary_role=summary_role, context_management=context_management,
+               settings=chosen)
+    return narrowed(await arun(job, chosen.summarizer, summary_cache), ResponsesResult, model)
 
 
 def _server_compaction(request: Mapping[str, Any]) -> str | None:

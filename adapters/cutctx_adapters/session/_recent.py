@@ -4,25 +4,30 @@ One session (or wrapped client) often serves many conversations at once, so it k
 for each, the plain copies of its items, its conversion, and what tells that a later history
 extends it. Which one a call extends is found cheaply (the last item read stands at the same
 place in the call's history) and then checked whole, by identity or by content
-(``check_prefix``). Bounded by count and by the bytes of text held; safe under threads.
+(``check_prefix``). By content, an item is unchanged when it is sent as before (``sent_alike``:
+``1``, ``True`` and ``1.0`` apart, keys in their order), whatever mapping class carries it; ``==``
+decides for the very mappings read before, where no edit in place can make them equal but sent
+otherwise (they hold no numbers), unless one only moves a key. Bounded by count and by the bytes
+of text held; safe under threads.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 import threading
 import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
-from .._conversion import Growing
+from .._conversion import MAX_DEPTH, Growing
 from .._grown import GrownList
+from ..settings import PrefixCheck
+from ._alike import sent_alike
 from ._known import text_size
 
 __all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused"]
-
-PrefixCheck = Literal["identity", "content"]
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Recent:
@@ -30,8 +35,9 @@ class Recent:
 
     held: GrownList[Any]
     """How the caller's items are recognised: with ``check_prefix="identity"``, the items
-    themselves; with ``"content"``, None for a dict (recognised by its content) and a weak
-    reference to an object (the session holds none of them)."""
+    themselves; with ``"content"``, a mapping itself (compared by content: by ``==`` while it is
+    the very mapping read, as sent otherwise), ``AS_SENT`` for one holding numbers (always
+    compared as sent), and a weak reference to an object (the session holds none of them)."""
     plain: GrownList[dict[str, Any]]
     """The plain copies of the items, as converted."""
     reading: tuple[Any, ...]
@@ -45,9 +51,14 @@ class Recent:
     seed: str | None = None
     chain: GrownList[str] = field(default_factory=GrownList)
     objects: int = 0
-    """How many of the items were objects (not dicts); counted for ``"content"`` only."""
+    """How many of the items were objects (not mappings); counted for ``"content"`` only."""
     size: int = 0
     """Bytes of text of the plain copies (for the memory bound)."""
+    source: Any = None
+    """By identity (which holds the items anyway), the caller's list they were read from: when
+    a call passes that very list again, the items in it are compared with ``==`` (in C), not as
+    sent, so an item replaced there by one Python takes as equal is not seen (see
+    ``CompactionSession.check_prefix``)."""
 
     def extended_by(self, raw: Sequence[Any], check: PrefixCheck
                     ) -> tuple[GrownList[Any], int] | None:
@@ -60,7 +71,10 @@ class Recent:
             return None
         if check == "identity":
             grown = self.held.grown_to(raw)  # the very items (or equal ones): compared in C
-            return None if grown is None else (grown, 0)
+            if grown is None or (raw is not self.source and self._first_unlike(raw, length)
+                                 < length):
+                return None
+            return grown, 0
         if self._unchanged(raw, check) < length:
             return None
         held, objects = recognised(self.held, raw[length:], check)
@@ -73,29 +87,38 @@ class Recent:
         held, objects = recognised(self.held.prefix(count), raw[count:], check)
         if self.objects and check == "content":
             objects += (self.objects if count == len(self.held)
-                        else sum(entry is not None for entry in self.held[:count]))
+                        else sum(map(_is_object_entry, self.held[:count])))
         return Reused(self, count, held, objects)
 
     def _same(self, item: Any, index: int, check: PrefixCheck) -> bool:
-        """Whether ``item`` is the item read at ``index``: the same object (or an equal one),
-        for ``"identity"``; for ``"content"``, a dict equal to its copy or the same object."""
+        """Whether ``item`` is the item read at ``index``: the same object (or one sent alike),
+        for ``"identity"``; for ``"content"``, a mapping sent as its copy, or the same object."""
         held = self.held[index]
         if check == "identity":
-            return item is held or item == held
-        if type(item) is dict:
-            return held is None and item == self.plain[index]
-        return held is not None and held() is item
+            return item is held or sent_alike(item, held)
+        if isinstance(item, Mapping):
+            return sent_alike(item, self.plain[index])
+        return _is_object_entry(held) and held() is item
 
     def _unchanged(self, raw: Sequence[Any], check: PrefixCheck) -> int:
         """How many leading items of ``raw`` are this history's, unchanged (see ``_same``: a
-        dict equal to its copy, for ``"content"``, so an edit made in place is seen)."""
+        mapping sent as its copy, for ``"content"``, so an edit made in place is seen)."""
         count = min(len(raw), len(self.plain))
         compared = self.held if check == "identity" else self.plain
         if (check == "identity" or self.objects == 0) and compared.prefix(count).same_as(
-                raw[:count]):
-            return count  # the very items, or plain dicts all along: one comparison, in C
+                raw[:count]):  # equal, compared in C; then as sent where it can differ
+            return count if check == "identity" and raw is self.source else self._first_unlike(
+                raw, count)
         return next((index for index in range(count) if not self._same(raw[index], index, check)),
                     count)
+
+    def _first_unlike(self, raw: Sequence[Any], count: int) -> int:
+        """The first of ``raw``'s leading ``count`` items, all equal (``==``) to those read, that
+        is not sent as read (``count`` if none): only the items that are not the very ones
+        held (rebuilt, reloaded) and, by content, mappings with numbers need comparing."""
+        others = itertools.compress(range(count), map(operator.is_not, raw, self.held))
+        return next((index for index in others
+                     if not sent_alike(raw[index], self.plain[index])), count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +131,8 @@ class Reused:
     held: GrownList[Any]
     """The call's items as ``Recent.held``."""
     objects: int
+    source: Any = None
+    """The call's list (``Recent.source``)."""
 
     def size_of(self, items: GrownList[dict[str, Any]]) -> int:
         """``Recent.size`` for ``items`` (the call's plain items): what is appended, measured."""
@@ -123,19 +148,48 @@ def recognised(held: GrownList[Any], new: Sequence[Any], check: PrefixCheck
     ``"identity"``), and how many of ``new`` are objects (counted for ``"content"`` only)."""
     if check == "identity":
         return held.extended(new), 0
-    return (held.extended(_weakly_held(item) for item in new),
-            sum(type(item) is not dict for item in new))
+    return (held.extended(_held_entry(item) for item in new),
+            sum(not isinstance(item, Mapping) for item in new))
 
 
-def _weakly_held(item: Any) -> Callable[[], Any] | None:
-    """How ``"content"`` recognises an item: None for a dict; a weak reference to an object
-    (or, for one that takes none, a reference to nothing, matching nothing)."""
-    if type(item) is dict:
-        return None
+AS_SENT: Final = object()
+"""How ``"content"`` holds a mapping with numbers: never the very one, always compared as sent
+(an edit in place could turn 1 into True, equal to Python, sent otherwise)."""
+
+
+def _held_entry(item: Any) -> Any:
+    """How ``"content"`` recognises an item: a mapping itself (``AS_SENT`` if it holds numbers);
+    a weak reference to an object (or, for one that takes none, a reference to nothing)."""
+    if isinstance(item, Mapping):
+        return AS_SENT if _holds_numbers(item) else item
     try:
         return weakref.ref(item)
     except TypeError:
         return _gone
+
+
+def _is_object_entry(entry: Any) -> bool:
+    """Whether a ``"content"`` entry of ``held`` stands for an object (not a mapping)."""
+    return isinstance(entry, weakref.ref) or entry is _gone
+
+
+def _holds_numbers(value: Any) -> bool:
+    """Whether a value holds a number or a boolean anywhere (or anything else that is not text:
+    it is checked when converted; or nests past ``MAX_DEPTH``, or into itself)."""
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str) or value is None:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, Mapping):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((item, depth + 1) for item in value)
+        else:
+            return True
+    return False
 
 
 def _gone() -> None:
@@ -156,19 +210,21 @@ class RecentHistories:
         newest (a history edited, rolled back, or new)."""
         with self._lock:
             entries = list(self._entries)
+        source = raw if check == "identity" else None  # by content, objects are not held
         for recent in reversed(entries):
             whole = recent.extended_by(raw, check)
             if whole is not None:
-                return Reused(recent, len(recent.plain), *whole)
+                return Reused(recent, len(recent.plain), *whole, source=source)
         if entries:
-            return entries[-1].read_on(raw, check)
-        return Reused(None, 0, *recognised(GrownList(), raw, check))
+            return replace(entries[-1].read_on(raw, check), source=source)
+        return Reused(None, 0, *recognised(GrownList(), raw, check), source=source)
 
     def put(self, recent: Recent, reused: Reused) -> None:
         """Keep ``recent`` as the newest; instead of the history it extends whole, if it does
         (one it shares only a part with is another conversation, or an earlier branch)."""
         whole = reused.recent if reused.recent is not None and reused.count == len(
             reused.recent.plain) else None
+        recent = replace(recent, source=reused.source)
         with self._lock:
             entries = [entry for entry in self._entries if entry is not whole]
             entries.append(recent)

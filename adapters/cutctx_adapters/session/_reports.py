@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from cutctx import CompactionReport
 
 from .._pipeline import Replacement
+from .._results import short_tokens
 
-__all__ = ["CallReport", "Decision", "Prepared"]
+__all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "deferred",
                    "not_possible"]
-"""``deferred``: the request turns the provider's own compaction on and fits the model's own
-limit, so its history was left to the server (less what its latest compaction covers)."""
+"""What a call did: nothing needed (``unchanged``); the kept view sent again (``reused``) or
+with the new items (``appended``); a first or a later compaction (``compacted``,
+``recompacted``); left to the provider's own compaction, which the request turns on and within
+the model's own limit (``deferred``: less what its latest compaction covers); or nothing could
+be done here (``not_possible``: a server-held history)."""
+NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
+"""Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
 
 
 @dataclass(frozen=True, slots=True)
 class CallReport:
-    """What happened to one request's history, and why; ids and figures only."""
+    """What happened to one request's history, and why; ids and figures only.
+
+    ``str(report)`` is one line for a terminal or a log; ``to_dict()`` the figures for
+    structured logs.
+    """
 
     decision: Decision
     reason: str
@@ -49,6 +59,107 @@ class CallReport:
     """What was sent is over the prompt budget (nothing removable was left)."""
     covered: tuple[str, ...] = ()
     """Turns left out because the provider's latest compaction already covers them."""
+    items_in: int | None = None
+    """Messages (items) of the history as given."""
+    items_sent: int | None = None
+    """Messages (items) sent."""
+    prefix_kept: float | None = None
+    """Share of the previous view's items sent again unchanged (the provider's cached prefix
+    still usable); None when there was no previous view of this history."""
+    counted_with: str | None = None
+    """What the counts are for: the model, or the encoding used when the request named none."""
+    seconds: float = 0.0
+    """Time this call spent in the session, in all."""
+    planning_seconds: float = 0.0
+    """Of it: reading, counting, planning and rendering (everything but waiting for summaries)."""
+    summary_seconds: float = 0.0
+    """Of it: waiting for summaries (the summarizer, and the store: ``store_seconds``)."""
+    store_seconds: float = 0.0
+    """Of the summary time: reading, claiming and writing the store, and waiting in it for a
+    summary another worker was producing."""
+    summarizer_calls: int = 0
+    """Summaries this call asked the summarizer for (the store had none)."""
+    summary_input_tokens: int = 0
+    """Estimated tokens of the turns given to the summarizer."""
+    summary_output_tokens: int = 0
+    """Estimated tokens of the summaries it returned."""
+    store_hits: int = 0
+    """Summaries found in the store (or produced meanwhile by another worker)."""
+    store_misses: int = 0
+    """Summaries the store did not have, so this call produced them."""
+
+    @property
+    def noun(self) -> str:
+        """What the format's history holds: ``messages``, or ``items`` for Responses."""
+        return "items" if self.format == "openai-responses" else "messages"
+
+    def __str__(self) -> str:
+        return "".join((self._headline(), self._fates(), self._tail()))
+
+    def _headline(self) -> str:
+        decision, noun = self.decision, self.noun
+        if decision == "not_possible":
+            return f"not possible: {self.reason}"
+        tokens_in = short_tokens(self.tokens_in or 0)
+        sent = short_tokens(self.tokens_sent or 0)
+        if decision in ("compacted", "recompacted"):
+            return (f"{decision} {self.items_in} → {self.items_sent} {noun}, {tokens_in} → "
+                    f"{sent} tokens (budget {short_tokens(self.prompt_budget or 0)})")
+        trigger = f"≤ trigger {short_tokens(self.trigger_tokens or 0)}"
+        if decision == "unchanged":
+            return f"unchanged: {self.items_in} {noun}, {sent} tokens {trigger}"
+        if decision == "deferred":
+            covered = f", {len(self.covered)} covered turns left out" if self.covered else ""
+            return (f"deferred to the provider's compaction: {self.items_sent} {noun}, {sent} "
+                    f"tokens ≤ the model's limit {short_tokens(self.trigger_tokens or 0)}"
+                    f"{covered}")
+        appended = (self.items_sent or 0) - self.reused_items
+        if decision == "appended":
+            return (f"appended {appended} {noun} to the cached view: {self.items_sent} sent, "
+                    f"{sent} tokens {trigger}")
+        return f"reused the cached view: {self.items_sent} {noun}, {sent} tokens {trigger}"
+
+    def _fates(self) -> str:
+        if self.decision not in ("compacted", "recompacted"):
+            return ""
+        counts: dict[str, int] = {}
+        for replacement in self.replacements:
+            counts[replacement.kind] = counts.get(replacement.kind, 0) + 1
+        parts = [f"{count} {kind}" for kind, count in counts.items()]
+        compaction = self.compaction
+        if compaction is not None and compaction.dropped_turn_ids:
+            parts.append(f"{len(compaction.dropped_turn_ids)} dropped")
+        if compaction is not None and compaction.summary_turn_ids:
+            made = len(compaction.summary_turn_ids)
+            parts.append(f"{made} summar{'y' if made == 1 else 'ies'}")
+        if self.prefix_kept is not None:
+            parts.append(f"prefix kept {self.prefix_kept:.2f}")
+        if self.summarization_fallback:
+            parts.append("summaries failed: re-planned without them")
+        return "".join(f", {part}" for part in parts)
+
+    def _tail(self) -> str:
+        parts: list[str] = []
+        if self.budget_unmet:
+            parts.append("OVER BUDGET: nothing removable was left")
+        if self.protection_relaxed:
+            parts.append(f"{self.protection_relaxed} recent turn(s) unprotected to fit")
+        if self.model is None and self.counted_with is not None:
+            parts.append(f"no model given: counted with {self.counted_with}")
+        return "".join(f"; {part}" for part in parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every figure as plain JSON values, and the one-line ``summary``."""
+        out: dict[str, Any] = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, CompactionReport):
+                value = value.to_dict()
+            elif field.name == "replacements":
+                value = [asdict(replacement) for replacement in value]
+            out[field.name] = value
+        out["summary"] = str(self)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_right
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Unpack
 
 from cutctx import (
     BudgetUnsatisfiable,
@@ -28,23 +28,34 @@ from cutctx import (
 from .._canonical_key import content_key
 from .._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turns, to_plain
 from .._conversion import uncovered as _uncovered
+from .._estimators import check_model
 from .._format import HistoryFormat, given
 from .._grown import GrownList
 from .._observations import ObservationRule
-from .._pipeline import CompactionResult, Job, Replacement, resolve_budget, start
+from .._pipeline import (
+    CompactionResult,
+    Job,
+    Replacement,
+    resolve_budget,
+    start,
+    summary_check,
+)
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
-from .._policy import (
-    DEFAULT_DIGEST_TOKENS,
-    DigestStyle,
-    GiveWay,
-    OnSummaryError,
-    PolicyOptions,
-    choose_policy,
-)
+from .._policy import DigestStyle, GiveWay, OnSummaryError, PolicyOptions
 from .._windows import prompt_budget
-from ..fulfil import AnySummarizer
+from ..fulfil import AnySummarizer, SummaryCheck
+from ..settings import (
+    CompactionSettings,
+    PrefixCheck,
+    ReportCallback,
+    SettingsKeywords,
+    fraction_or_tokens,
+    kind_of,
+)
 from ..stores import MemoryStore, Store
+from ._alike import sent_alike
+from ._explain import explained
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
@@ -54,9 +65,10 @@ from ._ledger import (
     project,
     running_sums,
 )
-from ._recent import PrefixCheck, Recent, RecentHistories
+from ._observe import observed, tell
+from ._recent import Recent, RecentHistories
 from ._reports import CallReport, Decision, Prepared
-from ._settings import check_settings, fraction_or_tokens
+from ._settings import Setting
 from ._summaries import SharedSummaries
 
 __all__ = ["CompactionSession", "PrefixCheck"]
@@ -105,89 +117,74 @@ class _Walked:
     tokens: int = 0
     """Prompt tokens of the view for the whole history: measured at the last event, plus the
     estimates of the turns appended since (the figure every trigger check used)."""
+    fell_back: bool = False
+    """An event planned again without its summaries (a summary failed): what it left is not
+    what the history and the store say, so it is sent but not remembered."""
 
 
-@dataclass
 class CompactionSession:
     """Compacts requests of one format, with hysteresis and (by default) sticky views.
 
     Budget = the model's context window − the reply allowance. Nothing happens while a request
     fits under ``trigger`` (default: the budget, less the format's margin for estimate error);
-    over it, compaction goes down to ``target`` (a fraction of the budget, or tokens). The policy
-    settings (``keep_task``, ``keep_user_turns``, ``digest_tokens``, ``observations``,
-    ``digest``, ``give_way``, ``max_result_tokens``, ``strict``, ...) are those of
-    ``compact`` (see ``PolicyOptions``).
+    over it, compaction goes down to ``target`` (a fraction of the budget, or tokens). Settings
+    are a ``CompactionSettings`` value (``settings=``) and/or its fields as keywords (over it),
+    checked here, not on the first call; each is also readable as an attribute
+    (``session.window``). ``model``: for requests that name none.
     """
 
-    format: HistoryFormat
-    model: str | None = None
-    window: int | None = None
-    windows: Mapping[str, int] | None = None
-    trigger: float | int | None = None
-    target: float | int = 0.5
-    reserve: int = 4096
-    policy: CompactionPolicy | None = None
-    summarizer: AnySummarizer | None = None
-    keep_recent: int = 4
-    keep_recent_results: int = 2
-    pin: PinSpec = None
-    on_summary_error: OnSummaryError = "raise"
-    estimator: TokenEstimator | None = None
-    sticky: bool = True
-    max_views: int = 64
-    """Compacted views kept (least recently used go first); as many histories are kept as
-    read, so that each of the conversations one session serves reads only what it appends."""
-    max_view_bytes: int = 64 * 1024 * 1024
-    """Bytes of text the views may hold; the histories read, as many again."""
-    summary_cache_size: int = 1024
-    keep_task: bool = True
-    keep_user_turns: bool = True
-    digest_tokens: int = DEFAULT_DIGEST_TOKENS
-    max_result_tokens: int | None = None
-    max_result_share: float = 0.25
-    strict: bool = False
-    observations: ObservationRule = "auto"
-    digest: DigestStyle = "identifiers"
-    give_way: GiveWay = "value"
-    store: Store | None = None
-    """Where summaries are kept and claimed: by default this session's own ``MemoryStore``;
-    share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
-    summary_timeout: float = 120.0
-    """Seconds to wait for a summary another session (or worker) is producing."""
-    check_prefix: PrefixCheck = "content"
-    """How a call's history is told to extend the last one read. ``"content"`` (the default):
-    each dict already read is compared with what was read, so an edit made in place (a
-    redaction, say) is always seen; this costs a comparison per item, growing with the history.
-    ``"identity"``: items that are the very objects read last time are taken as unchanged, so
-    a call costs only what it appends, flat in the history's length; an edit made in place to
-    an item already read is then NOT seen (replace the item, ``history[i] = {...}``, instead).
-    Objects (SDK models) are recognised by identity either way."""
-    defer_to_server: bool = True
-    """When a request turns the provider's own compaction on (Responses ``context_management``
-    compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
-    ``compaction``), leave its history to the server while it fits the model's own limit (the
-    provider's window for the model, ``windows`` if given, never the smaller ``window``):
-    only what the latest compaction covers is left out, and the report says ``deferred``.
-    Over that limit the request is fitted without summaries. False: compact as usual."""
-    _options: PolicyOptions = field(init=False, repr=False)
-    _known: KnownHistories = field(init=False, repr=False)
-    _summaries: SharedSummaries = field(init=False, repr=False)
-    _recents: RecentHistories = field(init=False, repr=False)
+    window = Setting[int | None]()
+    windows = Setting[Mapping[str, int] | None]()
+    trigger = Setting[float | int | None]()
+    target = Setting[float | int]()
+    reserve = Setting[int]()
+    policy = Setting[CompactionPolicy | None]()
+    summarizer = Setting[AnySummarizer | None]()
+    keep_recent = Setting[int]()
+    keep_recent_results = Setting[int]()
+    pin = Setting[PinSpec]()
+    on_summary_error = Setting[OnSummaryError]()
+    estimator = Setting[TokenEstimator | None]()
+    sticky = Setting[bool]()
+    max_views = Setting[int]()
+    max_view_bytes = Setting[int]()
+    summary_cache_size = Setting[int]()
+    keep_task = Setting[bool]()
+    keep_user_turns = Setting[bool]()
+    digest_tokens = Setting[int]()
+    max_result_tokens = Setting[int | None]()
+    max_result_share = Setting[float]()
+    strict = Setting[bool]()
+    store = Setting[Store | None]()
+    summary_timeout = Setting[float]()
+    check_prefix = Setting[PrefixCheck]()
+    defer_to_server = Setting[bool]()
+    on_compaction = Setting[ReportCallback | None]()
+    on_call = Setting[ReportCallback | None]()
+    observations = Setting[ObservationRule]()
+    digest = Setting[DigestStyle]()
+    give_way = Setting[GiveWay]()
 
-    def __post_init__(self) -> None:
-        check_settings(self)
-        self._options = PolicyOptions(
-            keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
-            keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
-            max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
-            on_summary_error=self.on_summary_error, strict=self.strict,
-            observations=self.observations, digest=self.digest, give_way=self.give_way)
+    def __init__(self, format: HistoryFormat, model: str | None = None, *,
+                 settings: CompactionSettings | None = None,
+                 **keywords: Unpack[SettingsKeywords]) -> None:
+        if not isinstance(format, HistoryFormat):
+            raise ValidationError(
+                "format must be a HistoryFormat (cutctx_adapters.openai.chat.FORMAT, "
+                f"openai.responses.FORMAT or anthropic.messages.FORMAT), got {kind_of(format)}",
+                {"field": "format", "rule": "format_type"})
+        self.format = format
+        self.model = check_model(model)
+        self.settings = CompactionSettings.of(settings, **keywords)
+        self._options = self.settings.policy_options()
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
             max_entries=max(1, self.summary_cache_size))
         self._summaries = SharedSummaries(store, self.summary_timeout)
-        choose_policy(self.policy, self.summarizer)  # refuse a bad policy now, not mid-call
+
+    def __repr__(self) -> str:
+        return f"CompactionSession({self.format.name!r}, model={self.model!r})"
 
     @property
     def stored_views(self) -> int:
@@ -198,42 +195,70 @@ class CompactionSession:
 
     def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
         """The request to send (history compacted if needed) and its report."""
-        call = self._read({**(request or {}), **fields})
-        if isinstance(call, Prepared):
-            return call
-        summarizer = (None if self.summarizer is None or call.deferred is not None
-                      else self._summaries.sync(self.summarizer))
-        steps = self._walk(call)
-        try:
-            job = next(steps)
-            while True:
-                job = steps.send(_run(job, summarizer))
-        except StopIteration as done:
-            walked: _Walked = done.value
-        view = self._view(call, walked)
-        extra = self._over_budget_job(call, walked, view)
-        return self._prepared(call, walked, view,
-                              None if extra is None else _run(extra, summarizer))
+        merged = {**(request or {}), **fields}
+        with observed() as stats, self._explaining(merged):
+            prepared = self._prepare(merged)
+        return replace(prepared, report=tell(self.settings, prepared.report, stats))
 
     async def aprepare(self, request: Mapping[str, Any] | None = None,
                        **fields: Any) -> Prepared:
         """``prepare`` with an async summarizer (summaries requested concurrently)."""
-        call = self._read({**(request or {}), **fields})
+        merged = {**(request or {}), **fields}
+        with observed() as stats, self._explaining(merged):
+            prepared = await self._aprepare(merged)
+        return replace(prepared, report=tell(self.settings, prepared.report, stats))
+
+    @contextmanager
+    def _explaining(self, request: Mapping[str, Any]) -> Iterator[None]:
+        """A budget that cannot be met is re-raised saying what used it and what to change."""
+        try:
+            yield
+        except BudgetUnsatisfiable as error:
+            raise explained(error, self.format, self.settings, request, self.model) from error
+
+    def _prepare(self, request: dict[str, Any]) -> Prepared:
+        call = self._read(request)
         if isinstance(call, Prepared):
             return call
-        summarizer = (None if self.summarizer is None or call.deferred is not None
-                      else self._summaries.asynchronous(self.summarizer))
+        wrap = self._summaries.sync
         steps = self._walk(call)
         try:
             job = next(steps)
             while True:
-                job = steps.send(await _arun(job, summarizer))
+                job = steps.send(_run(job, self._shared(call, job, wrap)))
         except StopIteration as done:
             walked: _Walked = done.value
         view = self._view(call, walked)
         extra = self._over_budget_job(call, walked, view)
-        result = None if extra is None else await _arun(extra, summarizer)
+        result = None if extra is None else _run(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
+
+    async def _aprepare(self, request: dict[str, Any]) -> Prepared:
+        call = self._read(request)
+        if isinstance(call, Prepared):
+            return call
+        wrap = self._summaries.asynchronous
+        steps = self._walk(call)
+        try:
+            job = next(steps)
+            while True:
+                job = steps.send(await _arun(job, self._shared(call, job, wrap)))
+        except StopIteration as done:
+            walked: _Walked = done.value
+        view = self._view(call, walked)
+        extra = self._over_budget_job(call, walked, view)
+        result = None if extra is None else await _arun(extra, self._shared(call, extra, wrap))
+        return self._prepared(call, walked, view, result)
+
+    def _shared(self, call: _Call, job: Job,
+                wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]
+                ) -> AnySummarizer | None:
+        """The session's summarizer through its store (``wrap``: the sync or async way), storing
+        and taking from it only summaries that pass ``job``'s checks, its figures counted with
+        the call's estimator; none for a call left to the server."""
+        if self.summarizer is None or call.deferred is not None:
+            return None
+        return wrap(self.summarizer, summary_check(job), call.estimator)
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -358,7 +383,7 @@ class CompactionSession:
         if not self.sticky:
             points = points[-1:]
         points = points[bisect_right(points, (call.known_items, len(sums))):]
-        events, last, over = 0, None, 0
+        events, last, over, fell_back = 0, None, 0, False
         replaced: list[Replacement] = []
         read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
@@ -384,10 +409,11 @@ class CompactionSession:
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger))
             events, last, over = events + 1, result, total
+            fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
         base = call.overhead if ledger.empty else ledger.tokens
         tokens = base + sums[-1] - sums[ledger.covered_turns]
-        return _Walked(ledger, events, last, tuple(replaced), over, tokens)
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back)
 
     def _prefix(self, call: _Call, items: int,
                 read: tuple[int, Conversion[Any] | Growing[Any]] | None
@@ -415,12 +441,17 @@ class CompactionSession:
 
     def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
         """Plan one compaction event over the history as earlier events left it: toward the
-        target, or the whole budget when the protected turns alone exceed the target."""
+        target without relaxing any protection; when that plan does not even fit the budget
+        (the protected turns alone exceed the target), for the whole budget, protection bending
+        as it must. A session's view is never less fitting than stateless ``compact``'s."""
         projected = project(conv, ledger)
         try:
-            return self._start(projected, call.target, call, strict=True)
+            job = self._start(projected, call.target, call, strict=True)
+            if job.plan.tokens_after_estimate + call.overhead <= call.budget:
+                return job
         except BudgetUnsatisfiable:
-            return self._start(projected, call.budget, call, strict=self.strict)
+            pass
+        return self._start(projected, call.budget, call, strict=self.strict)
 
     def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
         options = self._options if strict == self.strict else PolicyOptions(
@@ -440,10 +471,10 @@ class CompactionSession:
     def _over_budget_job(self, call: _Call, walked: _Walked,
                          view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
-        budget (estimates of appended turns ran short); it is not remembered, so the view
-        every process derives from the history stays the same."""
-        if view[1] <= call.budget or (walked.last is not None and walked.ledger.covered_items \
-                == len(call.items)):
+        budget (estimates of turns appended since the last event ran short); it is not
+        remembered, so the view every process derives from the history stays the same. A view
+        an event made for this very history is sent as it is, as the first call sent it."""
+        if view[1] <= call.budget or walked.ledger.covered_items == len(call.items):
             return None
         try:
             return self._start(project(call.conv, walked.ledger), call.budget, call,
@@ -476,8 +507,8 @@ class CompactionSession:
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
-        sent = _as_before(call.known.sent if call.known is not None else (), items)
-        if call.chain and not walked.ledger.empty:
+        sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
+        if call.chain and not walked.ledger.empty and not walked.fell_back:
             known = Known(walked.ledger, sent, text_size([*sent, *walked_texts(walked.ledger)]))
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
@@ -492,7 +523,7 @@ class CompactionSession:
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
-            tokens > call.budget, covered)
+            tokens > call.budget, covered, **_figures(call, sent))
         return Prepared(request, report)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
@@ -538,6 +569,18 @@ class CompactionSession:
         return out
 
 
+def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The report's item counts, the share of the previous view sent again, and what the
+    counts are for."""
+    before = call.known.sent if call.known is not None else None
+    kept = (None if not before else _common_prefix(before, sent) / len(before))
+    estimator = call.estimator
+    counted_with = call.model or getattr(estimator, "encoding_name", None) or type(
+        estimator).__name__
+    return {"items_in": len(call.items), "items_sent": len(sent), "prefix_kept": kept,
+            "counted_with": counted_with}
+
+
 def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
     """Whether a history whose first ``reused`` items are ``recent``'s continues all of it, read
     the same way (the same side, estimator, pin setting and task pinning): ``recent``'s
@@ -553,22 +596,14 @@ def walked_texts(ledger: Ledger) -> list[str]:
     return [turn.content for turn in ledger.view]
 
 
-def _as_before(before: Sequence[dict[str, Any]], items: Sequence[dict[str, Any]]
-               ) -> tuple[dict[str, Any], ...]:
-    """``items``, each equal to the item sent before at its position being that very item: the
-    same content sent the same way (key order included) whatever objects carried it this time."""
-    return tuple(old if old == new else new
-                 for old, new in itertools.zip_longest(before[:len(items)], items))
-
-
 def _common_prefix(before: Sequence[dict[str, Any]] | None, after: Sequence[dict[str, Any]]
                    ) -> int:
-    """Leading items of ``after`` equal to those of ``before`` (the previous view sent)."""
+    """Leading items of ``after`` sent exactly as those of ``before`` (the previous view)."""
     if before is None:
         return 0
     count = 0
     for a, b in zip(before, after, strict=False):
-        if a != b:
+        if not sent_alike(a, b):
             break
         count += 1
     return count

@@ -2,7 +2,9 @@
 
 ``_steps`` holds the whole protocol as a generator that yields what it needs done — wait some
 seconds, or run ``produce`` — so ``produce_once`` and ``aproduce_once`` differ only in how they
-sleep and await. A store that fails degrades to computing locally, with one ``StoreWarning``.
+sleep and await. A store that fails degrades to computing locally, with one ``StoreWarning`` an
+outage, and is left alone for a back-off (``_outages``). A stored value the caller does not
+``accept`` counts as missing, and is replaced.
 """
 
 from __future__ import annotations
@@ -10,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import threading
 import time
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ from ._base import (
     check_seconds,
     check_value,
 )
+from ._outages import DEFAULT_BACKOFF, answered, failed, may_try
 
 __all__ = ["aproduce_once", "produce_once"]
 
@@ -48,26 +49,28 @@ class _Done:
 
 _PRODUCE: Final = _Produce()
 _Steps = Generator[_Wait | _Produce, bytes | None, bytes | None]
-
-_warned: weakref.WeakSet[object] = weakref.WeakSet()
-_warned_lock = threading.Lock()
+Accept = Callable[[bytes], bool]
+"""Whether a value may be used and stored (a stored one refused counts as missing)."""
 
 
 def produce_once(store: Store, key: str, produce: Callable[[], bytes | None], *,
                  lease: float = 60.0, timeout: float = 120.0, poll: float = 0.05,
-                 ttl: float | None = None) -> bytes | None:
+                 ttl: float | None = None, accept: Accept | None = None,
+                 backoff: float = DEFAULT_BACKOFF) -> bytes | None:
     """The value at ``key``, produced by exactly one worker among those asking at once.
 
-    Found: returned. Missing: the worker that claims ``key`` (for ``lease`` seconds) calls
-    ``produce``, stores a non-``None`` result for ``ttl`` and releases the claim; the others poll
-    every ``poll`` seconds and take over if the claim goes without a value. Waiting longer than
-    ``timeout`` raises ``StoreTimeout``; a failing store means ``produce`` runs locally.
+    Found (and ``accept``-ed): returned. Missing: the worker that claims ``key`` (for ``lease``
+    seconds) calls ``produce``, stores a non-``None`` result ``accept`` allows for ``ttl`` and
+    releases the claim; the others poll every ``poll`` seconds and take over if the claim goes
+    without a value. Waiting longer than ``timeout`` raises ``StoreTimeout``. A failing store
+    means ``produce`` runs locally, and the store is left alone for ``backoff`` seconds.
 
     >>> from cutctx_adapters.stores import MemoryStore
     >>> produce_once(MemoryStore(), "summary:ab12", lambda: b"text")
     b'text'
     """
-    with closing(_steps(store, key, lease=lease, timeout=timeout, poll=poll, ttl=ttl)) as steps:
+    with closing(_steps(store, key, lease=lease, timeout=timeout, poll=poll, ttl=ttl,
+                        accept=accept, backoff=backoff)) as steps:
         step = _resume(steps)
         while not isinstance(step, _Done):
             if isinstance(step, _Wait):
@@ -86,12 +89,14 @@ def produce_once(store: Store, key: str, produce: Callable[[], bytes | None], *,
 async def aproduce_once(store: Store, key: str,
                         produce: Callable[[], bytes | Awaitable[bytes | None] | None], *,
                         lease: float = 60.0, timeout: float = 120.0, poll: float = 0.05,
-                        ttl: float | None = None) -> bytes | None:
+                        ttl: float | None = None, accept: Accept | None = None,
+                        backoff: float = DEFAULT_BACKOFF) -> bytes | None:
     """``produce_once`` for async code: waits with ``asyncio.sleep``; ``produce`` may be async.
 
     The store's own calls are sync and short, so they run inline.
     """
-    with closing(_steps(store, key, lease=lease, timeout=timeout, poll=poll, ttl=ttl)) as steps:
+    with closing(_steps(store, key, lease=lease, timeout=timeout, poll=poll, ttl=ttl,
+                        accept=accept, backoff=backoff)) as steps:
         step = _resume(steps)
         while not isinstance(step, _Done):
             if isinstance(step, _Wait):
@@ -119,19 +124,24 @@ def _resume(steps: _Steps, value: bytes | None = None, *,
 
 
 def _steps(store: Store, key: str, *, lease: float, timeout: float, poll: float,
-           ttl: float | None) -> _Steps:
-    """The protocol; a store call failing with StoreUnavailable switches to producing locally."""
+           ttl: float | None, accept: Accept | None, backoff: float) -> _Steps:
+    """The protocol; a store call failing with StoreUnavailable switches to producing locally,
+    as does a store that is down (see ``_outages``)."""
     check_key(key)
     lease = check_seconds(lease, "lease")
     timeout = check_seconds(timeout, "timeout")
     poll = check_seconds(poll, "poll")
     ttl = check_optional_seconds(ttl, "ttl")
+    backoff = check_seconds(backoff, "backoff")
+    if not may_try(store):
+        return _checked((yield _PRODUCE))
     deadline = time.monotonic() + timeout
     token: str | None = None
     value: bytes | None = None
     try:
         while token is None:
-            value = store.get(key)
+            value = _accepted(store.get(key), accept)
+            answered(store)
             if value is not None:
                 return value
             token = store.claim(key, lease=lease)
@@ -141,40 +151,48 @@ def _steps(store: Store, key: str, *, lease: float, timeout: float, poll: float,
                     raise _timed_out(store, key, timeout)
                 yield _Wait(min(poll, remaining))
         # The last owner may have stored the value and released since our get.
-        value = store.get(key)
+        value = _accepted(store.get(key), accept)
     except StoreUnavailable:
-        _warn_once(store)
+        _down(store, backoff)
         if token is not None:
-            _release_quietly(store, key, token)
+            _release_quietly(store, key, token, backoff)
         token = None
     if token is None:  # the store failed: produce locally (outside the handler, so an error
         return _checked((yield _PRODUCE))  # from produce is not chained to the store's)
     if value is not None:
-        _release_quietly(store, key, token)
+        _release_quietly(store, key, token, backoff)
         return value
-    return (yield from _produce_as_owner(store, key, token, ttl))
+    return (yield from _produce_as_owner(store, key, token, ttl, accept, backoff))
 
 
-def _produce_as_owner(store: Store, key: str, token: str, ttl: float | None) -> _Steps:
-    """Produce, store the value, release the claim (whatever happens); store failures only warn."""
+def _produce_as_owner(store: Store, key: str, token: str, ttl: float | None,
+                      accept: Accept | None, backoff: float) -> _Steps:
+    """Produce, store the value (replacing one refused), release the claim (whatever happens);
+    store failures only warn."""
     try:
         value = _checked((yield _PRODUCE))
-        if value is not None:
-            _quietly(store, lambda: store.put(key, value, ttl=ttl))
+        kept = _accepted(value, accept)
+        if kept is not None:
+            _quietly(store, lambda: store.put(key, kept, ttl=ttl), backoff)
     finally:
-        _release_quietly(store, key, token)
+        _release_quietly(store, key, token, backoff)
     return value
 
 
-def _quietly(store: Store, call: Callable[[], None]) -> None:
+def _accepted(value: bytes | None, accept: Accept | None) -> bytes | None:
+    """``value``, or None when there is none or ``accept`` refuses it."""
+    return value if value is not None and (accept is None or accept(value)) else None
+
+
+def _quietly(store: Store, call: Callable[[], None], backoff: float) -> None:
     try:
         call()
     except StoreUnavailable:
-        _warn_once(store)
+        _down(store, backoff)
 
 
-def _release_quietly(store: Store, key: str, token: str) -> None:
-    _quietly(store, lambda: store.release(key, token))
+def _release_quietly(store: Store, key: str, token: str, backoff: float) -> None:
+    _quietly(store, lambda: store.release(key, token), backoff)
 
 
 def _checked(value: bytes | None) -> bytes | None:
@@ -190,15 +208,10 @@ def _timed_out(store: Store, key: str, timeout: float) -> StoreTimeout:
         {"store": repr(store), "key_hash": key_hash, "timeout": timeout})
 
 
-def _warn_once(store: Store) -> None:
-    """One StoreWarning per store instance (every time for a store that takes no weakref)."""
-    with _warned_lock:
-        try:
-            if store in _warned:
-                return
-            _warned.add(store)
-        except TypeError:
-            pass
-    warnings.warn(f"{store!r} is unavailable: computing without the shared store",
-                  StoreWarning, stacklevel=2)
+def _down(store: Store, backoff: float) -> None:
+    """Mark ``store`` down; one StoreWarning as an outage starts (every failure of a store that
+    takes no weak reference)."""
+    if failed(store, backoff):
+        warnings.warn(f"{store!r} is unavailable: computing without the shared store for "
+                      f"{backoff:g} s, then trying it again", StoreWarning, stacklevel=2)
 

@@ -1,0 +1,403 @@
+"""One frozen, typed settings value for sessions, wrapped clients, ``compact`` and agent hooks.
+
+``CompactionSettings`` holds every setting as a typed keyword with its default, and is checked
+once, when it is made: a misspelt name, ``trigger`` at or below ``target``, a fraction outside
+(0, 1], a class where an instance belongs or a callback that cannot be called is refused there,
+naming the setting, never on the first call.
+
+>>> settings = CompactionSettings(window=32_000, target=0.4)
+>>> settings.replace(keep_recent=6).keep_recent, settings.trigger
+(6, None)
+>>> CompactionSettings(windw=6000)
+Traceback (most recent call last):
+cutctx.errors.ValidationError: unknown setting 'windw' (did you mean 'window'?)
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+
+from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, ValidationError
+
+from ._conversion import PinSpec
+from ._estimators import chosen_estimator
+from ._observations import ObservationRule
+from ._policy import DEFAULT_DIGEST_TOKENS, DigestStyle, GiveWay, OnSummaryError, PolicyOptions
+from ._windows import prompt_budget
+from .fulfil import AnySummarizer
+from .stores import Store
+
+if TYPE_CHECKING:
+    from .session import CallReport
+
+__all__ = [
+    "CompactionSettings",
+    "PlanningKeywords",
+    "PrefixCheck",
+    "ReportCallback",
+    "SettingsKeywords",
+    "budget_or_window",
+    "fraction_or_tokens",
+    "planning_settings",
+]
+
+PrefixCheck = Literal["identity", "content"]
+"""How a session tells that a call's history extends the last one it read (``check_prefix``)."""
+ReportCallback = Callable[["CallReport"], object]
+"""``on_compaction`` / ``on_call``: called with a call's ``CallReport``."""
+
+
+class PlanningKeywords(TypedDict, total=False):
+    """The settings ``compact``/``acompact``/``plan`` of every format take as keywords."""
+
+    window: int | None
+    windows: Mapping[str, int] | None
+    reserve: int
+    policy: CompactionPolicy | None
+    summarizer: AnySummarizer | None
+    keep_recent: int
+    keep_recent_results: int
+    pin: PinSpec
+    on_summary_error: OnSummaryError
+    estimator: TokenEstimator | None
+    keep_task: bool
+    keep_user_turns: bool
+    digest_tokens: int
+    max_result_tokens: int | None
+    max_result_share: float
+    strict: bool
+    defer_to_server: bool
+    observations: ObservationRule
+    digest: DigestStyle
+    give_way: GiveWay
+
+
+class SettingsKeywords(PlanningKeywords, total=False):
+    """Every setting, as keywords: what sessions and wrapped clients take."""
+
+    trigger: float | int | None
+    target: float | int
+    sticky: bool
+    max_views: int
+    max_view_bytes: int
+    summary_cache_size: int
+    store: Store | None
+    summary_timeout: float
+    check_prefix: PrefixCheck
+    on_compaction: ReportCallback | None
+    on_call: ReportCallback | None
+
+
+_HINTS = {
+    "budget": "a session or wrapped client sizes itself from the model's context window: pass "
+              "window= (and reserve= for the reply)",
+    "max_tokens": "the reply's allowance is reserve= (a request's own max_tokens overrides it)",
+    "model": "the model comes from each request (or CompactionSession's model argument)",
+    "summary_role": "summary_role is an option of compact/plan, not of sessions",
+}
+"""Why a name people guess is not a setting, and what to pass instead."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSettings:
+    """How compaction sizes, triggers, plans and reports; shared by every entry point.
+
+    Sizing: the prompt budget is ``window`` (else ``windows`` by model-name prefix, else the
+    built-in table) less the reply allowance (a request's ``max_tokens``, else ``reserve``).
+    Hysteresis (sessions): nothing happens below ``trigger`` (None: the budget less the format's
+    margin for estimate error); over it, compaction goes down to ``target``; each a fraction of
+    the budget in (0, 1] or a token count. Planning: ``policy`` (else the default chain),
+    ``summarizer``, ``keep_recent``, ``pin`` and the chain's options (see ``PolicyOptions``).
+    Reporting: ``on_compaction(report)`` when a call's request was changed (compacted,
+    recompacted) or could not be (not possible); ``on_call(report)`` on every call.
+    """
+
+    window: int | None = None
+    windows: Mapping[str, int] | None = None
+    trigger: float | int | None = None
+    target: float | int = 0.5
+    reserve: int = 4096
+    policy: CompactionPolicy | None = None
+    summarizer: AnySummarizer | None = None
+    keep_recent: int = 4
+    keep_recent_results: int = 2
+    pin: PinSpec = None
+    on_summary_error: OnSummaryError = "raise"
+    estimator: TokenEstimator | None = None
+    sticky: bool = True
+    max_views: int = 64
+    """Compacted views a session keeps (least recently used go first); as many histories are
+    kept as read, so that each of the conversations one session serves reads only what it
+    appends."""
+    max_view_bytes: int = 64 * 1024 * 1024
+    """Bytes of text the views may hold; the histories read, as many again."""
+    summary_cache_size: int = 1024
+    keep_task: bool = True
+    keep_user_turns: bool = True
+    digest_tokens: int = DEFAULT_DIGEST_TOKENS
+    max_result_tokens: int | None = None
+    max_result_share: float = 0.25
+    strict: bool = False
+    store: Store | None = None
+    """Where summaries are kept and claimed: by default a session's own ``MemoryStore``;
+    share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
+    summary_timeout: float = 120.0
+    """Seconds to wait for a summary another session (or worker) is producing."""
+    check_prefix: PrefixCheck = "content"
+    """How a call's history is told to extend the last one read. ``"content"`` (the default):
+    each mapping already read (a dict or any other ``Mapping``) is compared with what was read,
+    so an edit made in place (a redaction, say) is always seen; this costs a comparison per
+    item, growing with the history. ``"identity"``: items that are the very objects read last
+    time are taken as unchanged, so a call costs only what it appends, flat in the history's
+    length; an edit made in place to an item already read is then NOT seen (replace the item,
+    ``history[i] = {...}``, instead). Objects (SDK models) are recognised by identity either way.
+    Compared is what is sent: ``1``, ``True`` and ``1.0`` differ, and so do keys in another
+    order; what is sent is always this history's own (its key order included), as a fresh
+    worker sends it. Two exceptions, for speed: by content, moving a key in place within the
+    very mapping read is not seen; by identity, neither is replacing an item, in the very list
+    read before, with one Python takes as equal (``==``) but sent otherwise."""
+    defer_to_server: bool = True
+    """When a request turns the provider's own compaction on (Responses ``context_management``
+    compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
+    ``compaction``), leave its history to the server while it fits the model's own limit (the
+    provider's window for the model, ``windows`` if given, never the smaller ``window``):
+    only what the latest compaction covers is left out, and the report says ``deferred``.
+    Over that limit the request is fitted without summaries. False: compact as usual."""
+    on_compaction: ReportCallback | None = None
+    on_call: ReportCallback | None = None
+    observations: ObservationRule = "auto"
+    """Which user messages carry tool output (an agent loop's observations) and are treated as
+    tool results: ``"auto"`` (right after the assistant's action and shaped like output),
+    ``"after_assistant"``, ``"none"``, or a callable ``(message, index) -> bool``."""
+    digest: DigestStyle = "identifiers"
+    """What a masked result's digest keeps: what it names (``"identifiers"``: error types,
+    codes, paths, symbols, numbers) or its salient lines (``"lines"``)."""
+    give_way: GiveWay = "value"
+    """Which results are masked and dropped first: ``"value"`` (those no later turn refers back
+    to, and results before the agent's own steps) or ``"oldest"``."""
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @classmethod
+    def of(cls, settings: CompactionSettings | None = None, /,
+           **keywords: Unpack[SettingsKeywords]) -> CompactionSettings:
+        """``settings`` (default: the defaults) with ``keywords`` over it; unknown names are
+        refused by name, with the nearest setting."""
+        if settings is None:
+            return cls(**keywords)
+        if not isinstance(settings, CompactionSettings):
+            raise ValidationError(
+                f"settings must be a CompactionSettings, got {kind_of(settings)}",
+                {"field": "settings"})
+        return settings.replace(**keywords) if keywords else settings
+
+    def replace(self, **keywords: Unpack[SettingsKeywords]) -> CompactionSettings:
+        """A copy with ``keywords`` changed, checked like a new value."""
+        _refuse_unknown(keywords, SETTING_NAMES)
+        values = {name: getattr(self, name) for name in SETTING_NAMES}
+        values.update(keywords)
+        return CompactionSettings(**values)
+
+    def policy_options(self) -> PolicyOptions:
+        """The options of the adapters' default chain these settings name."""
+        return PolicyOptions(
+            keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
+            keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
+            max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
+            on_summary_error=self.on_summary_error, strict=self.strict,
+            observations=self.observations, digest=self.digest, give_way=self.give_way)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain values for logs: objects (policy, summarizer, store,
+        estimator, callbacks, a pin predicate) by their type name."""
+        return {name: _plain(getattr(self, name)) for name in SETTING_NAMES}
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(CompactionSettings))
+_generated_init = CompactionSettings.__init__
+
+
+@functools.wraps(_generated_init)
+def _named_init(self: CompactionSettings, **keywords: Any) -> None:
+    # The generated __init__ would refuse a misspelt name with a TypeError; say which setting
+    # was meant instead, as every other entry point does.
+    _refuse_unknown(keywords, SETTING_NAMES)
+    _generated_init(self, **keywords)
+
+
+CompactionSettings.__init__ = _named_init  # type: ignore[method-assign]
+PLANNING_NAMES: frozenset[str] = frozenset(PlanningKeywords.__annotations__)
+"""The settings ``compact`` and ``plan`` use (the rest belong to sessions)."""
+
+
+def planning_settings(settings: CompactionSettings | None, keywords: Mapping[str, Any],
+                      where: str) -> CompactionSettings:
+    """The settings a ``compact``/``plan`` call runs with: ``settings`` with ``keywords`` over
+    it, where a keyword must be one of the planning settings (a session's ``trigger`` is
+    refused, saying it belongs to sessions)."""
+    for name in keywords:
+        if name in SETTING_NAMES and name not in PLANNING_NAMES:
+            raise ValidationError(
+                f"{name} is a session setting; {where} compacts once, to its budget "
+                "(pass it to CompactionSession or a wrapped client instead)",
+                {"field": name, "rule": "session_setting"})
+    return CompactionSettings.of(settings, **keywords)
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def _refuse_unknown(keywords: Iterable[str], known: Iterable[str]) -> None:
+    known = tuple(known)
+    for name in keywords:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = _HINTS.get(name) or (f"did you mean {close[0]!r}?" if close else
+                                    "see CompactionSettings for the settings")
+        raise ValidationError(f"unknown setting {name!r} ({hint})",
+                              {"field": name, "rule": "unknown_setting"})
+
+
+def kind_of(value: object) -> str:
+    """How an error names a wrong value: its type, or the class itself when one was passed."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} (pass an instance: {value.__name__}(...))"
+    return type(value).__name__
+
+
+def _plain(value: object) -> object:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return type(value).__name__
+
+
+def fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
+    """A float in (0, 1] is a share of ``budget``; an int >= 0 is tokens (at most ``budget``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a fraction of the budget or a token count, got "
+                              f"{kind_of(value)}", {"field": name})
+    if isinstance(value, float) and 0 < value <= 1:
+        return int(budget * value)
+    if isinstance(value, int) and value >= 0:
+        return min(value, budget)
+    raise ValidationError(f"{name} must be a float in (0, 1] or an int >= 0, got {value!r}",
+                          {"field": name})
+
+
+def whole(value: Any, name: str, minimum: int) -> None:
+    """Refuse anything but an int (not a bool) of at least ``minimum``, naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be an int >= {minimum}, got {kind_of(value)}",
+                              {"field": name})
+    if value < minimum:
+        raise ValidationError(f"{name} must be an int >= {minimum}, got {value}",
+                              {"field": name})
+
+
+def _no_class(settings: CompactionSettings, *names: str) -> None:
+    """A class where an instance belongs (``summarizer=OpenAISummarizer``) is refused: it would
+    only fail on the first call, with a message about arguments the caller never wrote."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, type):
+            raise ValidationError(f"{name} must be an instance, got {kind_of(value)}",
+                                  {"field": name, "rule": "class_not_instance"})
+
+
+def _check_windows(windows: object) -> None:
+    if not isinstance(windows, Mapping):
+        raise ValidationError("windows must map model-name prefixes to token counts, got "
+                              f"{kind_of(windows)}", {"field": "windows"})
+    for prefix, tokens in windows.items():
+        if not isinstance(prefix, str) or not prefix:
+            raise ValidationError("windows keys must be non-empty model-name prefixes",
+                                  {"field": "windows"})
+        whole(tokens, f"windows[{prefix!r}]", 1)
+
+
+def _check_hysteresis(trigger: float | int | None, target: float | int) -> None:
+    """Both a share or a token count; the trigger above the target when they can be compared
+    without a budget (both shares, or both token counts)."""
+    fraction_or_tokens(target, 1, "target")
+    if trigger is None:
+        return
+    fraction_or_tokens(trigger, 1, "trigger")
+    if isinstance(trigger, float) == isinstance(target, float) and trigger <= target:
+        raise ValidationError(
+            f"trigger ({trigger}) must be above target ({target}): compaction starts over the "
+            "trigger and goes down to the target, so later calls append to a cached prefix",
+            {"field": "trigger", "rule": "trigger_above_target"})
+
+
+def _check_callables(settings: CompactionSettings) -> None:
+    for name, what in (("on_compaction", "a callable taking the CallReport"),
+                       ("on_call", "a callable taking the CallReport"),
+                       ("summarizer", "a callable (request, turns) -> summary text")):
+        value = getattr(settings, name)
+        if value is not None and not callable(value):
+            raise ValidationError(f"{name} must be {what}, got {kind_of(value)}",
+                                  {"field": name, "rule": "not_callable"})
+    policy = settings.policy
+    if policy is not None and not callable(getattr(policy, "decide", None)):
+        raise ValidationError("policy must have a decide(transcript, budget) method, got "
+                              f"{kind_of(policy)}", {"field": "policy"})
+
+
+def _check(settings: CompactionSettings) -> None:
+    """Every rule a setting has, in the order of the fields (the first failure is named)."""
+    _no_class(settings, "policy", "summarizer", "estimator", "store", "on_compaction",
+              "on_call")
+    if settings.window is not None:
+        whole(settings.window, "window", 1)
+    if settings.windows is not None:
+        _check_windows(settings.windows)
+    _check_hysteresis(settings.trigger, settings.target)
+    for name in ("reserve", "keep_recent", "max_views", "max_view_bytes", "summary_cache_size"):
+        whole(getattr(settings, name), name, 0)
+    _check_callables(settings)
+    settings.policy_options()  # the chain's options check themselves, by name
+    if settings.check_prefix not in ("identity", "content"):
+        raise ValidationError('check_prefix must be "identity" or "content"',
+                              {"field": "check_prefix"})
+    for name in ("sticky", "defer_to_server"):
+        if not isinstance(getattr(settings, name), bool):
+            raise ValidationError(f"{name} must be True or False", {"field": name})
+    pin = settings.pin
+    if pin is not None and not callable(pin) and (
+            isinstance(pin, str | bytes | Mapping) or not hasattr(pin, "__iter__")):
+        raise ValidationError("pin must be message indexes or a predicate (message, index)",
+                              {"field": "pin", "rule": "pin_type"})
+    if settings.estimator is not None:
+        chosen_estimator(settings.estimator, None)  # refuses one without estimate_tokens
+    if settings.store is not None and not isinstance(settings.store, Store):
+        raise ValidationError("store must be a cutctx_adapters.stores store (get, put, claim, "
+                              f"...), got {kind_of(settings.store)}", {"field": "store"})
+    timeout = settings.summary_timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0 \
+            or timeout == float("inf"):
+        raise ValidationError("summary_timeout must be a positive number of seconds",
+                              {"field": "summary_timeout"})
+
+
+def budget_or_window(budget: int | CompactionBudget | None, settings: CompactionSettings,
+                     model: str | None) -> int | CompactionBudget:
+    """``budget`` as given, else the prompt budget of ``model``'s window less ``reserve``."""
+    if budget is not None:
+        return budget
+    found = prompt_budget(model, settings.reserve, window=settings.window,
+                          overrides=settings.windows)
+    if found is None:
+        raise ValidationError(
+            f"no budget: pass budget= (prompt tokens) or window= (the context window of "
+            f"{model!r} is not in the built-in table)", {"field": "budget"})
+    return found

@@ -1,0 +1,181 @@
+"""An agent loop through a session: does one huge result cost the conversation, do compactions
+land on target, does the prompt cache hold? (issue 31)
+
+Run from the repository root: ``python benchmarks/agent_loop.py [--windows 16000,64000,128000]
+[--formats chat,responses,anthropic] [--turns 60]``. The loop (``tests/_support/agent_loop.py``)
+makes one tool call a turn, results of 2–20k characters (a fifth of them repeats), and at turn 30
+one result of about a million characters. Each request goes through one ``CompactionSession``
+(the wrapped clients' own path) with the default settings; the baseline beside it is stateless
+``compact`` of the same history to the session's target.
+
+Per format and window: requests sharing a prefix with the one before (the whole previous request
+is the start of this one), compactions landing within 10% below their target, effective cost
+(tokens sent, the shared prefix at 0.1x), and after the huge result the fewest turns a request
+kept against the fewest stateless ``compact`` kept at the target.
+
+Targets: at 16k, >= 80% of consecutive requests share a prefix and >= 90% of compactions land
+within 10% of target; at every window, turns kept after the huge result >= stateless compact's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _histories import seed_tiktoken
+
+from tests._support.agent_loop import agent_loop
+
+CACHED_PRICE = 0.1
+MODELS = {"chat": "gpt-4o", "responses": "gpt-4o", "anthropic": "claude-sonnet-4-5"}
+
+
+@dataclass
+class Row:
+    """What one format at one window did over the loop."""
+
+    fmt: str
+    window: int
+    calls: int = 0
+    shared: int = 0
+    compactions: int = 0
+    on_target: int = 0
+    sent: int = 0
+    cached: int = 0
+    kept_after_huge: int | None = None
+    stateless_after_huge: int | None = None
+    over_budget: int = 0
+    landings: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        return (self.sent - self.cached) + CACHED_PRICE * self.cached
+
+
+def _module(fmt: str) -> Any:
+    if fmt == "anthropic":
+        from cutctx_adapters.anthropic import messages
+        return messages
+    from cutctx_adapters.openai import chat, responses
+    return chat if fmt == "chat" else responses
+
+
+def _fields(fmt: str, side: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
+    request: dict[str, Any] = {"model": MODELS[fmt]}
+    if fmt == "chat":
+        request["messages"] = items
+    elif fmt == "responses":
+        request.update(input=items, instructions=side)
+    else:
+        request.update(messages=items, system=side)
+    return request
+
+
+def _sent_items(fmt: str, request: dict[str, Any]) -> list[Any]:
+    return list(request["input"] if fmt == "responses" else request["messages"])
+
+
+def _stateless_kept(fmt: str, side: Any, items: list[dict[str, Any]], target: int) -> int:
+    module = _module(fmt)
+    if fmt == "chat":
+        result = module.compact(items, model=MODELS[fmt], budget=target)
+        return len(result.messages)
+    if fmt == "responses":
+        result = module.compact(items, instructions=side, model=MODELS[fmt], budget=target)
+        return len(result.input)
+    result = module.compact(items, system=side, model=MODELS[fmt], budget=target)
+    return len(result.messages)
+
+
+def run(fmt: str, window: int, turns: int, huge_at: int, **settings: Any) -> Row:
+    from cutctx_adapters import CompactionSession
+
+    module = _module(fmt)
+    loop = agent_loop(turns=turns, huge_at=huge_at)
+    session = CompactionSession(module.FORMAT, model=MODELS[fmt], window=window, **settings)
+    row = Row(fmt, window)
+    previous: list[str] | None = None
+    started = time.perf_counter()
+    for number, (side, items) in enumerate(loop.requests(fmt)):
+        prepared = session.prepare(_fields(fmt, side, items))
+        report = prepared.report
+        sent = [json.dumps(item, sort_keys=True) for item in _sent_items(fmt, prepared.request)]
+        sizes = [len(item) for item in sent]
+        tokens = report.tokens_sent or 0
+        common = _common(previous or [], sent)
+        row.calls += 1
+        row.sent += tokens
+        row.shared += previous is not None and common == len(previous)
+        # the prefix a provider serves from its cache: the leading items the two requests share
+        row.cached += round(tokens * sum(sizes[:common]) / max(1, sum(sizes)))
+        row.over_budget += report.budget_unmet
+        if report.decision in ("compacted", "recompacted"):
+            row.compactions += 1
+            target = report.target_tokens or 0
+            row.landings.append(tokens / max(1, target))
+            row.on_target += 0.9 * target <= tokens <= target or (
+                report.tokens_in is not None and report.tokens_in <= target)
+        if huge_at < number <= huge_at + 5:  # the calls right after the huge result
+            stateless = _stateless_kept(fmt, side, items, report.target_tokens or 0)
+            row.kept_after_huge = min(len(sent), row.kept_after_huge or len(sent))
+            row.stateless_after_huge = min(stateless, row.stateless_after_huge or stateless)
+        previous = sent
+    row.seconds = time.perf_counter() - started
+    return row
+
+
+def _common(before: list[str], after: list[str]) -> int:
+    count = 0
+    for old, new in zip(before, after, strict=False):
+        if old != new:
+            break
+        count += 1
+    return count
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", default="16000,64000,128000")
+    parser.add_argument("--formats", default="chat,responses,anthropic")
+    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--huge-at", type=int, default=30)
+    parser.add_argument("--target", type=float, default=None, help="the sessions' target")
+    args = parser.parse_args(argv)
+    seed_tiktoken()
+    windows = [int(w) for w in args.windows.split(",")]
+    formats = args.formats.split(",")
+    print(f"agent loop: {args.turns} turns, a ~1M-character result at turn {args.huge_at}")
+    print(f"{'format':10} {'window':>7} {'shared prefix':>14} {'on target':>10} "
+          f"{'landing':>13} {'cost':>10} {'kept after huge':>16} {'over':>5} {'s':>6}")
+    ok = True
+    for fmt in formats:
+        for window in windows:
+            settings = {} if args.target is None else {"target": args.target}
+            row = run(fmt, window, args.turns, args.huge_at, **settings)
+            pairs = max(1, row.calls - 1)
+            share = row.shared / pairs
+            target = row.on_target / max(1, row.compactions)
+            landing = (f"{min(row.landings):.2f}-{max(row.landings):.2f}" if row.landings
+                       else "-")
+            kept = f"{row.kept_after_huge} vs {row.stateless_after_huge}"
+            print(f"{fmt:10} {window:>7} {row.shared:>3}/{pairs:<3} {share:>5.0%} "
+                  f"{row.on_target:>3}/{row.compactions:<3}{target:>4.0%} {landing:>13} "
+                  f"{row.cost:>10,.0f} {kept:>16} {row.over_budget:>5} {row.seconds:>6.1f}")
+            if window <= 16_000:
+                ok &= share >= 0.8 and target >= 0.9
+            ok &= (row.kept_after_huge or 0) >= (row.stateless_after_huge or 0)
+    print("targets met" if ok else "targets NOT met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Give back what a plan took beyond need: a compaction lands at its budget, not far below it.
+
+Masks and drops come in whole results and whole exchanges, so the last one a policy takes can
+overshoot by its whole size. After the inner policy, the turns it masked, clipped or dropped are
+given back newest first (the newest is what the next step most likely looks at), each only if
+the plan still fits with it whole; with an estimator, the first masked result that does not fit
+whole comes back clipped to the room left. Decisions made before this plan (a stub from an
+earlier compaction is a KEEP of a final turn here) are never undone, and summaries stand.
+"""
+
+from __future__ import annotations
+
+from .._clipping import Clip, atoms_of, plan_clip
+from .._planning import build_plan
+from .._replaced import is_final, text_sha256
+from .._structure import Structure
+from ..estimator import TokenEstimator
+from ..types import (
+    Action,
+    CompactionBudget,
+    CompactionPlan,
+    CompactionPolicy,
+    Role,
+    Transcript,
+    TranscriptTurn,
+    TurnAction,
+)
+
+__all__ = ["FillingPolicy"]
+
+MIN_GIVEN_BACK = 128
+"""The least room a result is given back clipped into: less would hold little but the marker."""
+
+
+class FillingPolicy:
+    """``policy``'s plan, with masked, clipped and dropped turns given back, newest first,
+    while the plan still fits its budget.
+
+    >>> from cutctx import DropOldestPolicy
+    >>> FillingPolicy(DropOldestPolicy()).name
+    'fill(drop_oldest@1.0.0)'
+    """
+
+    version = "1.0.0"
+
+    def __init__(self, policy: CompactionPolicy, *,
+                 estimator: TokenEstimator | None = None) -> None:
+        self.policy = policy
+        self.estimator = estimator
+        self.name = f"fill({policy.name}@{policy.version})"
+
+    def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        plan = self.policy.decide(transcript, budget)
+        total = plan.tokens_after_estimate
+        structure = Structure.of(transcript, budget)
+        turns = transcript.turns
+        actions = list(plan.actions)
+        for position in range(len(actions) - 1, -1, -1) if total < budget.max_tokens else ():
+            action = actions[position]
+            if action.action is Action.DROP:
+                members = structure.exchanges[structure.exchange_of[position]]
+                if members[-1] != position:
+                    continue  # an exchange is weighed once, at its newest member
+                gain = sum(turns[p].token_estimate for p in members)
+                if total + gain <= budget.max_tokens:
+                    for member in members:
+                        actions[member] = TurnAction._trusted(turns[member].turn_id,
+                                                              Action.KEEP)
+                    total += gain
+            elif action.action in (Action.MASK, Action.CLIP) and action.replacement is not None:
+                turn = turns[position]
+                gain = turn.token_estimate - action.replacement.token_estimate
+                if total + gain <= budget.max_tokens:
+                    actions[position] = TurnAction._trusted(action.turn_id, Action.KEEP)
+                    total += gain
+                    continue
+                clip = self._clip(turn, budget.max_tokens - total
+                                  + action.replacement.token_estimate)
+                if clip is not None and clip.token_estimate > action.replacement.token_estimate:
+                    actions[position] = TurnAction._trusted(action.turn_id, Action.CLIP,
+                                                            replacement=clip.replacement())
+                    total += clip.token_estimate - action.replacement.token_estimate
+        return build_plan(transcript, budget, actions, plan.summarization_requests,
+                          policy_name=self.name, policy_version=self.version,
+                          estimator_ratio=plan.estimator_ratio, tokens_after=total)
+
+    def _clip(self, turn: TranscriptTurn, room: int) -> Clip | None:
+        """``turn`` (an original, not a stub or a clip) clipped to ``room``, if that keeps more
+        than the marker's worth of it."""
+        if self.estimator is None or is_final(turn) or room < MIN_GIVEN_BACK:
+            return None
+        return plan_clip(turn.content, turn.token_estimate, room, self.estimator,
+                         original_sha256=text_sha256(turn),
+                         subject="tool result" if turn.role is Role.TOOL else "output",
+                         atoms=atoms_of(turn.metadata, len(turn.content)))
+
+    def __repr__(self) -> str:
+        return f"FillingPolicy({self.policy!r}, estimator={self.estimator!r})"
