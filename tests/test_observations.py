@@ -51,6 +51,8 @@ FILE_VIEW = ("[File: /repo/src/marshmallow/fields.py (1997 lines total)]\n"
                          for n in range(1470, 1530)) + STATE)
 LISTING = "AUTHORS.rst\nCHANGELOG.rst\nREADME.rst\nsetup.py\nsrc/\ntests/\ntox.ini"
 PERSON = ("Build the export job. Requirement: tag every file with REQ-1A2B3C.",
+          "Use this instead, please:\n```python\ndef total(xs):\n    return sum(xs)\n```\n"
+          "and keep the old name for the public function.",
           "Change of plan: do not use KEY-77 any more; use the key FIX-0042 instead.",
           "Continue.", "Good, go on.", "Why did you open setup.py? Please explain first.",
           "Finish up and report.")
@@ -231,7 +233,7 @@ def test_unknown_orders_and_styles_are_refused_by_name(make: Any) -> None:
 
 # --- the adapters: telling them apart ---------------------------------------------------------
 
-@pytest.mark.parametrize("text", [TRACEBACK, FILE_VIEW, LISTING, "344\n" + STATE,
+@pytest.mark.parametrize("text", [TRACEBACK, FILE_VIEW, LISTING, "344\n" + STATE, LOG,
                                   "diff --git a/x.py b/x.py\n@@ -1,2 +1,2 @@\n-a\n+b"])
 def test_tool_output_reads_as_output(text: str) -> None:
     assert output_shape(text) is not None
@@ -329,7 +331,8 @@ def test_a_callable_names_the_observations_of_an_agents_own_convention() -> None
     history = [{"role": "system", "content": "Agent."}, {"role": "user", "content": "Task."}]
     for step in range(4):
         history += [{"role": "assistant", "content": f"Action: run {step}"},
-                    {"role": "user", "content": f"Observation: {LOG}"}]
+                    {"role": "user", "content": "Observation: " + "the search found a page "
+                     "about the parser and its options, " * 80}]
     history += [{"role": "assistant", "content": "Done?"}, {"role": "user", "content": "Yes."}]
 
     def observed(message: Mapping[str, Any], index: int) -> bool:

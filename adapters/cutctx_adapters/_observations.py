@@ -39,6 +39,10 @@ OBSERVATION_RULES = ("auto", "after_assistant", "none")
 OUTPUT_SHARE = 0.6
 """Of a message's non-blank lines (at least ``MIN_LINES``), the share that must read as output."""
 MIN_LINES = 3
+LONG_LINES = 40
+"""A message this long needs less of its shape to count (``LONG_OUTPUT_SHARE``): people rarely
+type forty lines, programs print them all the time."""
+LONG_OUTPUT_SHARE = 0.3
 _SCAN_LINES = 400
 """Lines of a long message looked at (its head and tail): enough to tell, bounded in cost."""
 
@@ -50,13 +54,16 @@ _PROMPT = re.compile(r"^[\w@:~/.()\[\]+-]*[$#%>]{1,3}$")
 _AFTER_ACTION = (Role.ASSISTANT, Role.TOOL)
 """What an observation follows: the assistant's action (its message, or its tool results)."""
 _NUMBERED = re.compile(r"^\s*\d+[:|)\]]")
+_LIST_ITEM = re.compile(r"\d{1,2}\. ")
+"""A person's numbered list (``1. Keep the old format``), not a log line."""
 _CODE_MARKS = frozenset("{}[]()<>=;_/\\|#$@`*")
 
 
 def output_shape(text: str) -> str | None:
     """Why ``text`` reads as a program's output, not a person's words: ``"traceback"``,
-    ``"diff"``, ``"prompt"`` (its last line is a shell prompt) or ``"output"`` (mostly lines
-    that are not prose); None when it reads as something a person typed.
+    ``"diff"``, ``"prompt"`` (its last line is a shell prompt), ``"output"`` (mostly lines that
+    are not prose) or ``"size"`` (long, and a good part of it not prose); None when it reads as
+    something a person typed. Code a person quotes in fences (```) is left out of the count.
 
     >>> output_shape("AUTHORS.rst\\nREADME.rst\\nsetup.py\\nsrc/\\ntests/")
     'output'
@@ -72,20 +79,41 @@ def output_shape(text: str) -> str | None:
         return None
     if _PROMPT.match(lines[-1].strip()):
         return "prompt"
+    lines = _outside_fences(lines)
+    long = len(lines) >= LONG_LINES
     if len(lines) > _SCAN_LINES:
         lines = lines[:_SCAN_LINES // 2] + lines[-_SCAN_LINES // 2:]
     if len(lines) < MIN_LINES:
         return None
     output = sum(not _is_prose(line) for line in lines)
-    return "output" if output >= OUTPUT_SHARE * len(lines) else None
+    if output >= OUTPUT_SHARE * len(lines):
+        return "output"
+    return "size" if long and output >= LONG_OUTPUT_SHARE * len(lines) else None
+
+
+def _outside_fences(lines: list[str]) -> list[str]:
+    """``lines`` without the code blocks fenced by ``` lines (and without the fences)."""
+    if not any(line.lstrip().startswith("```") for line in lines):
+        return lines
+    out: list[str] = []
+    fenced = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return out
 
 
 def _is_prose(line: str) -> bool:
     """A line a person might write: words separated by spaces, few code or log marks, not
-    indented like code, not numbered like a listing."""
+    indented like code, not numbered like a listing, not opening like a log line (a timestamp,
+    a ``[tag]``)."""
     if line.startswith(("    ", "\t")) or _NUMBERED.match(line):
         return False
     stripped = line.strip()
+    if not (stripped[0].isalpha() or stripped[0] in "\"'*-" or _LIST_ITEM.match(stripped)):
+        return False
     words = stripped.split()
     if len(words) < 3:
         return False
