@@ -390,7 +390,8 @@ def test_a_wrapped_client_masks_outputs_once_and_keeps_them_masked(route: respx.
     history = swe_agent_history()
     sent = []
     for end in (6, 8, 10):
-        client.chat.completions.create(model="gpt-4o", messages=history[:end])
+        messages: list[Any] = history[:end]  # plain dicts, as an agent keeps them
+        client.chat.completions.create(model="gpt-4o", messages=messages)
         sent.append(json.loads(route.calls.last.request.content)["messages"])
     last = sent[-1]
     assert last[-1] == history[-1] and last[1] == history[1]  # the person and the task
