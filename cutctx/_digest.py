@@ -10,6 +10,7 @@ a stub renders the same bytes on every call.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .estimator import TokenEstimator
@@ -105,20 +106,23 @@ _RANK = {"error": 0, "code": 1, "path": 2, "symbol": 3, "number": 4}
 _ERROR_LINE_CHARS = 120
 
 
-_TOKEN = re.compile(r"[\w./-]+")
-"""Runs of the characters identifiers are made of: only those that are not plain words are
-searched (most of a text is plain words, and one pattern per run is cheaper than per place)."""
+_TOKEN = re.compile(r"(?<![\w./-])(?=[\w./-]*[0-9_./A-Z-])[\w./-]+")
+"""Runs of the characters identifiers are made of that hold more than lowercase letters: only
+those are searched (most of a text is plain words, and one pattern per run is cheaper than one
+per place)."""
 
 
-def identifiers(content: str) -> list[tuple[int, int, str]]:
+@functools.lru_cache(maxsize=4096)
+def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
     """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
-    code, path, symbol or number). Clip markers are left out."""
+    code, path, symbol or number). Clip markers are left out. Remembered for the last few
+    thousand texts: a compaction asks for the same results' identifiers in every projection."""
     out: list[tuple[int, int, str]] = []
     search = _IDENTIFIER.finditer
     for token in _TOKEN.finditer(content):
         text = token.group()
-        if text.isalpha() and (text.islower() or text[1:].islower()):
-            continue  # a plain word: "return", "Found"
+        if text.isalpha() and text[1:].islower():
+            continue  # a capitalised plain word: "Found"
         base = token.start()
         for match in search(text):
             kind = match.lastgroup
@@ -126,7 +130,7 @@ def identifiers(content: str) -> list[tuple[int, int, str]]:
             out.append((base + match.start(), base + match.end(), kind))
     if _CLIP_MARKER in content:
         out = [entry for entry in out if not _in_marker(content, entry[0])]
-    return out
+    return tuple(out)
 
 
 def _in_marker(content: str, position: int) -> bool:

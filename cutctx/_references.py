@@ -8,6 +8,8 @@ once per transcript.
 
 from __future__ import annotations
 
+import functools
+
 from ._digest import identifiers
 from ._replaced import is_result
 from .types import Transcript
@@ -58,6 +60,7 @@ def later_references(transcript: Transcript) -> tuple[int, ...]:
     return found
 
 
-def _names(content: str) -> set[str]:
-    return {content[start:end] for start, end, kind in identifiers(content)
-            if kind != "number" or end - start >= _MIN_NUMBER_DIGITS}
+@functools.lru_cache(maxsize=4096)
+def _names(content: str) -> frozenset[str]:
+    return frozenset(content[start:end] for start, end, kind in identifiers(content)
+                     if kind != "number" or end - start >= _MIN_NUMBER_DIGITS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from cutctx import (
@@ -538,12 +538,13 @@ def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: 
         metadata: Mapping[str, str] = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
         if part.role is Role.TOOL or part.role is Role.USER:
             metadata = _body_metadata(codec, part, metadata, count_text)
-        turn = TranscriptTurn(turn_id, part.role, part.text, part.tokens, correlation[position],
-                              part.index in pinned, metadata)
-        reason = observation_reason(turn, turns[-1] if turns else previous)
-        if reason is not None:
-            turn = replace(turn, metadata={**metadata, OBSERVATION_KEY: reason})
-        turns.append(turn)
+            before = turns[-1] if turns else previous
+            reason = observation_reason(part.role, part.text,
+                                        None if before is None else before.role)
+            if reason is not None:
+                metadata = {**metadata, OBSERVATION_KEY: reason}
+        turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
+                                    correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:
             task_turn_id = turn_id
     return turns, by_id, task_turn_id

@@ -70,16 +70,16 @@ def output_shape(text: str) -> str | None:
     >>> output_shape("Thanks. Now make the export run nightly, and keep the old format.") is None
     True
     """
-    if _TRACEBACK.search(text):
+    if ("Traceback (" in text or 'File "' in text) and _TRACEBACK.search(text):
         return "traceback"
-    if _DIFF.search(text):
+    if ("diff --git" in text or "@@ -" in text) and _DIFF.search(text):
         return "diff"
-    lines = [line for line in text.split("\n") if line.strip()]
-    if not lines:
+    stripped = text.rstrip()
+    if not stripped:
         return None
-    if _PROMPT.match(lines[-1].strip()):
+    if _PROMPT.match(stripped[stripped.rfind("\n") + 1:].strip()):
         return "prompt"
-    lines = _outside_fences(lines)
+    lines = _outside_fences([line for line in text.split("\n") if line.strip()])
     long = len(lines) >= LONG_LINES
     if len(lines) > _SCAN_LINES:
         lines = lines[:_SCAN_LINES // 2] + lines[-_SCAN_LINES // 2:]
@@ -121,12 +121,13 @@ def _is_prose(line: str) -> bool:
     return marks * 10 < len(stripped)
 
 
-def observation_reason(turn: TranscriptTurn, previous: TranscriptTurn | None) -> str | None:
-    """The ``auto`` rule: why ``turn`` is an observation (its shape), or None. Only a user
-    message right after the assistant's action (its message or its tool results) can be one."""
-    if turn.role is not Role.USER or previous is None or previous.role not in _AFTER_ACTION:
+def observation_reason(role: Role, text: str, previous: Role | None) -> str | None:
+    """The ``auto`` rule: why a turn of ``role`` holding ``text`` after a turn of ``previous``
+    is an observation (its shape), or None. Only a user message right after the assistant's
+    action (its message or its tool results) can be one."""
+    if role is not Role.USER or previous not in _AFTER_ACTION:
         return None
-    return output_shape(turn.content)
+    return output_shape(text)
 
 
 def check_rule(rule: Any) -> None:
