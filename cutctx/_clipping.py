@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._canonical import sha256_text
-from ._digest import digest_ranges
+from ._digest import Lines, choose, lines_of
 from .estimator import TokenEstimator
 from .types import Action, Excerpt, TurnReplacement
 
-__all__ = ["HEAD_SHARE", "Atom", "Clip", "atoms_of", "clip_marker", "clip_text", "plan_clip"]
+__all__ = ["HEAD_SHARE", "TEXT_SHARE", "Atom", "Clip", "atoms_of", "clip_marker", "clip_text",
+           "plan_clip"]
 
 HEAD_SHARE = 0.6
 """Of the head and tail a clip keeps, the share given to the head (the rest: the tail)."""
 SALIENT_SHARE = 0.25
 """Of the text a clip keeps, at most this share goes to salient lines of the middle (errors,
 results, codes: what a digest keeps), shown after the marker."""
-ATOM_SHARE = 0.5
-"""Of what the clip keeps, at most this share goes to parts that are not text (kept in order)."""
+TEXT_SHARE = 0.25
+"""Of what a clip keeps, at least this share is left to text (or all of it, if less): parts
+that are not text are kept whole, in order, in the rest."""
 _ROUNDS = 24
 
 
@@ -109,8 +111,8 @@ def plan_clip(
 
     The marker names the original: ``original_tokens``/``original_sha256`` when ``content`` is
     itself a clip's text, else ``token_estimate`` and the sha256 of ``content``'s UTF-8 bytes.
-    ``atoms`` are kept whole, in order, within ``ATOM_SHARE`` of what the clip keeps (their
-    estimate is their cost, not their placeholder's). A bounded number of estimates, whatever
+    ``atoms`` are kept whole, in order, while they leave ``TEXT_SHARE`` of the room to text
+    (their estimate is their cost, not their placeholder's). A bounded number of estimates, whatever
     the text's length: cut points come from its characters per token, then a bisection.
     """
     if max_tokens <= 0 or not content:
@@ -126,8 +128,9 @@ def plan_clip(
         return None
     kept_atoms: list[Atom] = []
     spent = 0
+    text_floor = min(room * TEXT_SHARE, max(0, token_estimate - sum(a.tokens for a in atoms)))
     for atom in atoms:
-        if spent + atom.tokens <= room * ATOM_SHARE:
+        if spent + atom.tokens <= room - text_floor:
             kept_atoms.append(atom)
             spent += atom.tokens
     shape = _Shape(content, atoms, tuple(kept_atoms), per_token, tokens, digest, subject)
@@ -166,35 +169,88 @@ class _Shape:
     tokens: int
     digest: str
     subject: str
+    _lines: list[Lines] = field(default_factory=list)
+
+    def _cut(self, ends: int, salient: int, estimator: TokenEstimator
+             ) -> tuple[tuple[int, int], tuple[int, int], list[tuple[int, int]]]:
+        """Head and tail keeping ``ends`` characters between them, and the salient lines of
+        the middle within ``salient`` characters' worth of tokens."""
+        content, atoms = self.content, self.atoms
+        if ends + sum(atom.end - atom.start for atom in atoms) >= len(content):
+            start = end = len(content)  # all the text: only parts not kept are left out
+        else:
+            start = _head_end(content, int(ends * HEAD_SHARE))
+            end = max(start, _tail_start(content, ends - int(ends * HEAD_SHARE)))
+        start, end = _outside_atoms(start, end, atoms)
+        head_from, start, end, tail_to = _around_cut_parts(content, start, end, atoms,
+                                                           self.kept_atoms)
+        lines = [(a, b) for a, b in choose(
+            self.lines(), content, int(salient / self.per_token), estimator, ends=False,
+            within=(start, end)) if not any(atom.start < b and a < atom.end for atom in atoms)]
+        return (head_from, start), (end, tail_to), lines
+
+    def lines(self) -> Lines:
+        """The text's lines, read once for every cut tried."""
+        if not self._lines:
+            self._lines.append(lines_of(self.content))
+        return self._lines[0]
 
     def clip(self, chars: int, estimator: TokenEstimator) -> Clip:
         """The clip keeping about ``chars`` characters of text: head and tail, and salient
-        lines of the middle within ``SALIENT_SHARE`` of it."""
-        content, atoms = self.content, self.atoms
-        ends = chars - int(chars * SALIENT_SHARE)
-        start = _head_end(content, int(ends * HEAD_SHARE))
-        end = max(start, _tail_start(content, ends - int(ends * HEAD_SHARE)))
-        start, end = _outside_atoms(start, end, atoms)
-        inside = [atom for atom in atoms if start <= atom.start and atom.end <= end]
-        middle = [atom for atom in inside if atom in self.kept_atoms]
-        lines = [(start + a, start + b) for a, b in digest_ranges(
-            content[start:end], int((chars - ends) / self.per_token), estimator, ends=False)
-            if not any(atom.start < start + b and start + a < atom.end for atom in atoms)]
+        lines of the middle within ``SALIENT_SHARE`` of it; parts not kept whole (past the room
+        text leaves them) are left out even where they stand in the head or the tail."""
+        content, atoms, kept_atoms = self.content, self.atoms, self.kept_atoms
+        salient_budget = int(chars * SALIENT_SHARE)
+        head, tail, lines = self._cut(chars - salient_budget, salient_budget, estimator)
+        used = sum(b - a for a, b in lines)
+        if used < salient_budget:  # what salient lines leave goes to the head and tail
+            head, tail, lines = self._cut(chars - used, used, estimator)
+        start, end = head[1], tail[0]
+        kept_ranges = [head, tail]
+        middle = [atom for atom in kept_atoms if start <= atom.start and atom.end <= end]
         kept = sorted([*((atom.start, atom.end) for atom in middle), *lines])
-        excerpt = ((0, start), *kept, (end, len(content)))
-        elided = content[start:end]
-        elided_chars = (len(elided) - sum(atom.end - atom.start for atom in inside)
-                        - sum(b - a for a, b in lines))
-        marker = clip_marker(round(max(0, elided_chars) / self.per_token),
-                             max(0, elided.count("\n") + (1 if elided else 0) - len(lines)),
-                             self.tokens, self.digest, self.subject,
-                             _named(content, [atom for atom in inside if atom not in middle]),
+        excerpt = (head, *kept, tail)
+        whole = [atom for atom in atoms if any(a <= atom.start and atom.end <= b
+                                               for a, b in (*kept_ranges, *kept))]
+        cut = [atom for atom in atoms if atom not in whole]
+        kept_chars = sum(b - a for a, b in excerpt)
+        elided_chars = len(content) - kept_chars - sum(atom.end - atom.start for atom in cut)
+        elided_lines = max(0, content.count("\n") + 1 - sum(
+            content.count("\n", a, b) + 1 for a, b in excerpt if b > a))
+        marker = clip_marker(round(max(0, elided_chars) / self.per_token), elided_lines,
+                             self.tokens, self.digest, self.subject, _named(content, cut),
                              len(lines))
-        whole = [atom for atom in atoms if atom.end <= start or atom.start >= end] + middle
         cost = sum(atom.tokens - estimator.estimate_tokens(content[atom.start:atom.end])
                    for atom in whole)
         text = _render(content, excerpt, marker)
         return Clip(excerpt, marker, estimator.estimate_tokens(text) + max(0, cost))
+
+
+def _around_cut_parts(content: str, start: int, end: int, atoms: tuple[Atom, ...],
+                      kept: tuple[Atom, ...]) -> tuple[int, int, int, int]:
+    """The head ``(head_from, start)`` and tail ``(end, tail_to)`` holding no part that is not
+    kept: a part at the very start (or end) is stepped over, one further in ends the head
+    (starts the tail) before it."""
+    head_from, tail_to = 0, len(content)
+    for atom in atoms:
+        if atom in kept or atom.start >= start:
+            continue
+        if atom.start <= head_from:
+            head_from = min(start, atom.end + (1 if content.startswith("\n", atom.end) else 0))
+        else:
+            start = atom.start
+            break
+    end = max(end, start)
+    for atom in reversed(atoms):
+        if atom in kept or atom.end <= end:
+            continue
+        if atom.end >= tail_to:
+            before = atom.start - (1 if atom.start and content[atom.start - 1] == "\n" else 0)
+            tail_to = max(end, before)
+        else:
+            end = atom.end
+            break
+    return head_from, max(head_from, start), end, max(end, tail_to)
 
 
 def _render(content: str, excerpt: Excerpt, marker: str) -> str:
@@ -258,23 +314,30 @@ def _boundary(content: str, cut: int, step: int) -> int:
 
 
 def _head_end(content: str, chars: int) -> int:
-    """End of the longest run of whole lines within ``chars`` (else ``chars``, moved back to a
-    grapheme boundary)."""
+    """End of the longest run of whole lines within ``chars`` (else, when whole lines would
+    keep less than half of it, ``chars`` moved back to a word or grapheme boundary)."""
     if chars <= 0:
         return 0
     if chars >= len(content):
         return len(content)
     cut = content.rfind("\n", 0, chars)
-    return cut + 1 if cut >= 0 else _boundary(content, chars, -1)
+    if cut + 1 >= chars // 2:
+        return cut + 1
+    space = content.rfind(" ", chars * 3 // 4, chars)
+    return space + 1 if space >= 0 else _boundary(content, chars, -1)
 
 
 def _tail_start(content: str, chars: int) -> int:
-    """Start of the longest run of whole final lines within ``chars`` (else the last ``chars``,
-    moved forward to a grapheme boundary)."""
+    """Start of the longest run of whole final lines within ``chars`` (else, when whole lines
+    would keep less than half of it, the last ``chars`` moved forward to a word or grapheme
+    boundary)."""
     if chars <= 0:
         return len(content)
     if chars >= len(content):
         return 0
     start = len(content) - chars
     cut = content.find("\n", start - 1)
-    return cut + 1 if 0 <= cut < len(content) - 1 else _boundary(content, start, 1)
+    if 0 <= cut < len(content) - 1 and len(content) - (cut + 1) >= chars // 2:
+        return cut + 1
+    space = content.find(" ", start, start + chars // 4)
+    return space + 1 if space >= 0 else _boundary(content, start, 1)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from .estimator import TokenEstimator
 from .types import Excerpt
 
-__all__ = ["DIGEST_STYLES", "LINE_CHARS", "digest", "digest_ranges", "identifier_ranges",
-           "identifiers"]
+__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Lines", "choose", "digest", "digest_ranges",
+           "identifier_ranges", "identifiers", "lines_of"]
 
 DIGEST_STYLES = ("lines", "identifiers")
 
@@ -58,35 +59,81 @@ def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator, *,
     first and last lines to their own merit (for the middle of a text whose ends are kept)."""
     if max_tokens <= 0:
         return ()
-    lines: list[tuple[int, int, int]] = []  # (position, start, end) of each non-blank line
+    return choose(lines_of(content), content, max_tokens, estimator, ends=ends)
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """A text's non-blank lines (stripped, cut to ``LINE_CHARS``), and which look salient: read
+    once, so a clip trying several cuts of a long text chooses among them without rereading."""
+
+    spans: tuple[tuple[int, int], ...]
+    salient: tuple[int, ...]
+    """Indexes into ``spans`` of lines that look like errors or results, in order."""
+    codes: tuple[int, ...]
+    """Indexes into ``spans`` of lines holding identifier-like codes, in order."""
+
+
+def lines_of(content: str) -> Lines:
+    """``content``'s lines as ``choose`` reads them (a clip's own marker line left out)."""
+    spans: list[tuple[int, int]] = []
+    salient: list[int] = []
+    codes: list[int] = []
     offset = 0
-    for position, line in enumerate(content.split("\n")):
+    for line in content.split("\n"):
         stripped = line.strip()
         if stripped and not stripped.startswith(_CLIP_MARKER):
             start = offset + (len(line) - len(line.lstrip()))
-            lines.append((position, start, start + min(len(stripped), LINE_CHARS)))
+            text = stripped[:LINE_CHARS]
+            if _SALIENT.search(text):
+                salient.append(len(spans))
+            if _CODE.search(text):
+                codes.append(len(spans))
+            spans.append((start, start + len(text)))
         offset += len(line) + 1
-    if not lines:
+    return Lines(tuple(spans), tuple(salient), tuple(codes))
+
+
+def choose(lines: Lines, content: str, max_tokens: int, estimator: TokenEstimator, *,
+           ends: bool = True, within: tuple[int, int] | None = None) -> Excerpt:
+    """The digest's lines among ``lines`` (of ``content``): the first and last (``ends``), then
+    salient lines, then lines with codes, each while it fits ``max_tokens``; only lines lying
+    ``within`` a range of ``content``, if given. In order, as ranges."""
+    spans = lines.spans
+    if within is not None:
+        low, high = within
+        inside = [i for i, (start, end) in enumerate(spans) if low <= start and end <= high]
+        first, last = (inside[0], inside[-1]) if inside else (0, -1)
+        keep = set(inside)
+    else:
+        first, last = 0, len(spans) - 1
+        keep = None
+    if max_tokens <= 0 or last < first:
         return ()
-    text = {entry[0]: content[entry[1]:entry[2]] for entry in lines}
-    inner = lines[1:-1] if ends else lines
-    salient = [entry for entry in inner if _SALIENT.search(text[entry[0]])][:_CANDIDATES]
-    codes = [entry for entry in inner if _CODE.search(text[entry[0]])][:_CANDIDATES]
-    first_last = (lines[0], *salient, *codes, lines[-1]) if ends else (*salient, *codes)
-    chosen: dict[int, tuple[int, int]] = {}
+
+    def among(indexes: tuple[int, ...]) -> list[int]:
+        picked = [i for i in indexes if (keep is None or i in keep)
+                  and (not ends or first < i < last)]
+        return picked[:_CANDIDATES]
+
+    order = [*among(lines.salient), *among(lines.codes)]
+    if ends:
+        order = [first, *order, last]
+    chosen: set[int] = set()
     seen: set[str] = set()
     spent = 0
-    for position, start, end in first_last:
-        line = text[position]
-        if position in chosen or line in seen:
+    for index in order:
+        start, end = spans[index]
+        line = content[start:end]
+        if index in chosen or line in seen:
             continue
         cost = estimator.estimate_tokens(line) + 1
         if spent + cost > max_tokens:
             continue
-        chosen[position] = (start, end)
+        chosen.add(index)
         seen.add(line)
         spent += cost
-    return tuple(chosen[position] for position in sorted(chosen))
+    return tuple(spans[index] for index in sorted(chosen))
 
 
 _IDENTIFIER = re.compile(

@@ -69,8 +69,9 @@ def _stateless(fmt: str, side: Any, items: list[dict[str, Any]], budget: int) ->
     return len(module.compact(items, model=MODELS[fmt], budget=budget, **extra).messages)
 
 
-@pytest.mark.parametrize("window", [16_000, 64_000, 128_000])
-@pytest.mark.parametrize("fmt", ["chat", "responses", "anthropic"])
+@pytest.mark.parametrize(("fmt", "window"), [
+    ("chat", 16_000), ("responses", 16_000), ("anthropic", 16_000),
+    ("chat", 64_000), ("anthropic", 128_000)])
 def test_a_huge_result_is_clipped_then_masked_and_costs_nothing_else(fmt: str,
                                                                      window: int) -> None:
     session = CompactionSession(MODULES[fmt].FORMAT, model=MODELS[fmt], window=window)
@@ -146,8 +147,8 @@ def test_the_agent_loop_benchmark_runs() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     from agent_loop import run
 
-    row = run("chat", 16_000, turns=12, huge_at=6)
-    assert row.calls == 13 and 0 < row.shared < row.calls
+    row = run("chat", 8_000, turns=10, huge_at=5)
+    assert row.calls == 11 and 0 < row.shared < row.calls
     assert row.compactions and row.on_target == row.compactions
     assert row.kept_after_huge is not None and row.stateless_after_huge is not None
     assert row.kept_after_huge >= row.stateless_after_huge

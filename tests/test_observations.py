@@ -383,9 +383,10 @@ def route(tiktoken_cache: Path) -> Iterator[respx.Route]:
         yield router.post("/chat/completions").mock(return_value=httpx.Response(200, json=reply))
 
 
-def test_a_wrapped_client_masks_outputs_once_and_keeps_them_masked(route: respx.Route) -> None:
+def test_a_wrapped_client_replaces_outputs_not_people_and_keeps_the_prefix(
+        route: respx.Route) -> None:
     client = CompactingOpenAI(OpenAI(api_key="test", base_url=BASE_URL, max_retries=0),
-                              window=4_000, reserve=500, trigger=1_200, target=900,
+                              window=4_000, reserve=500, trigger=1_200, target=500,
                               digest_tokens=24)
     history = swe_agent_history()
     sent = []
@@ -395,10 +396,8 @@ def test_a_wrapped_client_masks_outputs_once_and_keeps_them_masked(route: respx.
         sent.append(json.loads(route.calls.last.request.content)["messages"])
     last = sent[-1]
     assert last[-1] == history[-1] and last[1] == history[1]  # the person and the task
-    replaced = [m for m in last if m not in history]
-    assert replaced and all(m["role"] == "user" and "cutctx" in m["content"] for m in replaced)
-    assert any(m["content"].startswith("[tool result masked") for m in last)
+    replaced = [index for index, message in enumerate(last) if message != history[index]]
+    assert replaced == [3, 5]  # the two old outputs, user messages replaced like results
+    assert all("cutctx" in last[index]["content"] for index in replaced)
     for earlier, later in itertools.pairwise(sent):
-        for message in earlier:  # a masked output stays the same bytes on every later call
-            if message["content"].startswith("[tool result masked"):
-                assert message in later
+        assert later[:len(earlier)] == earlier  # replaced once, then the same bytes: cached

@@ -134,15 +134,17 @@ def body(compactor: CompactionSession, request: dict[str, Any]) -> str:
     return json.dumps(compactor.prepare({"model": "gpt-4o", **request}).request)
 
 
+# By identity an edit made in place is not seen (documented, by design): not a case here.
+CHANGES = [(mode, how) for mode in MODES for how in ("in-place", "replaced-item", "rebuilt")
+           if not (mode == "identity" and how == "in-place")]
+
+
 @pytest.mark.parametrize("new_value", [True, 1.0], ids=["true", "float"])
-@pytest.mark.parametrize("how", ["in-place", "replaced-item", "rebuilt"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mode", "how"), CHANGES)
 @pytest.mark.parametrize("name", FORMATS)
 def test_a_number_changed_to_one_sent_otherwise_is_sent_as_changed(
         name: str, mode: str, how: str, new_value: Any) -> None:
     fmt, make, holder = FORMATS[name]
-    if mode == "identity" and how == "in-place":
-        pytest.skip("by identity, an edit in place is not seen: documented, by design")
     request = make(1)
     compactor = new_session(fmt, mode)
     assert f'"{NUMBER_KEY[name]}": 1' in body(compactor, request)

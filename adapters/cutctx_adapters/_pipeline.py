@@ -132,6 +132,12 @@ class CompactionResult:
         return self.conversion.transcript.token_estimate() + self.overhead_tokens
 
     @property
+    def tokens_sent(self) -> int:
+        """Prompt tokens of the request as sent: measured after rendering where it was, else
+        the plan's estimate (``tokens_after``). What ``budget_unmet`` is judged on."""
+        return self.measured_tokens if self.measured_tokens is not None else self.tokens_after
+
+    @property
     def tokens_after(self) -> int:
         """Estimated prompt tokens of the compacted request (history + overhead)."""
         return self.plan.tokens_after_estimate + self.overhead_tokens

@@ -148,7 +148,9 @@ def choose_policy(
         members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
     members.append(UserLastDropPolicy(order=options.give_way) if options.keep_user_turns
                    else DropOldestPolicy())
-    return FillingPolicy(PolicyChain(members), estimator=stub_estimator)
+    return FillingPolicy(PolicyChain(members), estimator=stub_estimator,
+                         max_result_fraction=options.max_result_share,
+                         max_result_tokens=options.max_result_tokens)
 
 
 def with_observations(conversion: Conversion[Out], rule: ObservationRule) -> Conversion[Out]:

@@ -6,7 +6,7 @@ import math
 
 from .._checks import require_int
 from .._clipping import atoms_of, plan_clip
-from .._replaced import text_sha256
+from .._replaced import KIND_KEY, original_figures, text_sha256
 from .._structure import require_inputs
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
@@ -21,7 +21,10 @@ from ..types import (
 )
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
 
-__all__ = ["ToolResultClipPolicy"]
+__all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
+
+MIN_CLIP_TOKENS = 128
+"""The least a share of the budget clips a result to: a marker takes about 50 tokens."""
 
 
 class ToolResultClipPolicy:
@@ -30,7 +33,8 @@ class ToolResultClipPolicy:
     while over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the
     budget, whichever is smaller (at least one must be set). A result protected only for being
     recent is clipped too: protection keeps a result's head and tail, not its whole size, so
-    one huge new result gives way before anything older does.
+    one huge new result gives way before anything older does. A clip wider than the cap (one
+    an earlier plan widened into room it had) is clipped again to the cap.
 
     >>> ToolResultClipPolicy(2_000).cap(CompactionBudget(100_000))
     2000
@@ -58,10 +62,13 @@ class ToolResultClipPolicy:
         self.estimator, self._default_estimator = chosen_estimator(estimator)
 
     def cap(self, budget: CompactionBudget) -> int:
-        """The largest a tool result may stay, for this budget."""
+        """The largest a tool result may stay, for this budget: never less than
+        ``MIN_CLIP_TOKENS`` (within the budget), so a small budget still holds a clip that says
+        something beside its marker, rather than a result giving way whole."""
         caps = [] if self.max_result_tokens is None else [self.max_result_tokens]
         if self.max_result_fraction is not None:
-            caps.append(max(1, math.floor(budget.max_tokens * self.max_result_fraction)))
+            share = max(1, math.floor(budget.max_tokens * self.max_result_fraction))
+            caps.append(max(share, min(MIN_CLIP_TOKENS, budget.max_tokens)))
         return min(caps)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
@@ -72,14 +79,20 @@ class ToolResultClipPolicy:
         over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
 
         def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
-            clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
-                             original_sha256=text_sha256(turn),
-                             subject="tool result" if turn.role is Role.TOOL else "output",
-                             atoms=atoms_of(turn.metadata, len(turn.content)))
+            subject = "tool result" if turn.role is Role.TOOL else "output"
+            if turn.metadata.get(KIND_KEY) == "clipped":  # a wider clip, clipped to its share
+                tokens, sha = original_figures(turn, quoted=False)
+                clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
+                                 original_tokens=tokens, original_sha256=sha, subject=subject)
+            else:
+                clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
+                                 original_sha256=text_sha256(turn), subject=subject,
+                                 atoms=atoms_of(turn.metadata, len(turn.content)))
             return None if clip is None else clip.replacement()
 
         return replace_tool_results(
             transcript, budget, body, action=Action.CLIP, candidates=over, recent_too=True,
+            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, "clipped"),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 

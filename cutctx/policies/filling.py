@@ -3,9 +3,11 @@
 Masks and drops come in whole results and whole exchanges, so the last one a policy takes can
 overshoot by its whole size. After the inner policy, the turns it masked, clipped or dropped are
 given back newest first (the newest is what the next step most likely looks at), each only if
-the plan still fits with it whole; with an estimator, the first masked result that does not fit
-whole comes back clipped to the room left. Decisions made before this plan (a stub from an
-earlier compaction is a KEEP of a final turn here) are never undone, and summaries stand.
+the plan still fits with it whole and it is within a result's share (``max_result_fraction``,
+``max_result_tokens``: a clipped result stays clipped); with an estimator, a masked result
+that does not fit whole comes back clipped to the room left (within its share). Decisions made
+before this plan (a stub from an earlier compaction is a KEEP of a final turn here) are never
+undone, and summaries stand.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..types import (
     TranscriptTurn,
     TurnAction,
 )
+from .clipping import ToolResultClipPolicy
 
 __all__ = ["FillingPolicy"]
 
@@ -43,10 +46,15 @@ class FillingPolicy:
 
     version = "1.0.0"
 
-    def __init__(self, policy: CompactionPolicy, *,
-                 estimator: TokenEstimator | None = None) -> None:
+    def __init__(self, policy: CompactionPolicy, *, estimator: TokenEstimator | None = None,
+                 max_result_fraction: float | None = None,
+                 max_result_tokens: int | None = None) -> None:
         self.policy = policy
         self.estimator = estimator
+        self.cap = (ToolResultClipPolicy(max_result_tokens,
+                                         max_result_fraction=max_result_fraction)
+                    if max_result_fraction is not None or max_result_tokens is not None
+                    else None)
         self.name = f"fill({policy.name}@{policy.version})"
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
@@ -55,6 +63,7 @@ class FillingPolicy:
         structure = Structure.of(transcript, budget)
         turns = transcript.turns
         actions = list(plan.actions)
+        cap = budget.max_tokens if self.cap is None else self.cap.cap(budget)
         for position in range(len(actions) - 1, -1, -1) if total < budget.max_tokens else ():
             action = actions[position]
             if action.action is Action.DROP:
@@ -70,19 +79,44 @@ class FillingPolicy:
             elif action.action in (Action.MASK, Action.CLIP) and action.replacement is not None:
                 turn = turns[position]
                 gain = turn.token_estimate - action.replacement.token_estimate
-                if total + gain <= budget.max_tokens:
+                if turn.token_estimate <= cap and total + gain <= budget.max_tokens:
                     actions[position] = TurnAction._trusted(action.turn_id, Action.KEEP)
                     total += gain
                     continue
-                clip = self._clip(turn, budget.max_tokens - total
-                                  + action.replacement.token_estimate)
+                if action.action is Action.CLIP:
+                    continue  # a result over its share stays clipped to it
+                clip = self._clip(turn, min(cap, budget.max_tokens - total
+                                            + action.replacement.token_estimate))
                 if clip is not None and clip.token_estimate > action.replacement.token_estimate:
                     actions[position] = TurnAction._trusted(action.turn_id, Action.CLIP,
                                                             replacement=clip.replacement())
                     total += clip.token_estimate - action.replacement.token_estimate
+        total = self._widen_clips(transcript, budget, actions, total)
         return build_plan(transcript, budget, actions, plan.summarization_requests,
                           policy_name=self.name, policy_version=self.version,
                           estimator_ratio=plan.estimator_ratio, tokens_after=total)
+
+    def _widen_clips(self, transcript: Transcript, budget: CompactionBudget,
+                     actions: list[TurnAction], total: int) -> int:
+        """Room still left is shared evenly among the results this plan clipped: each keeps
+        more of its head and tail, none grows much past its share (so that a later compaction,
+        which may have to spare it as recent, still finds room beside it)."""
+        turns = transcript.turns
+        clipped = [p for p in range(len(actions) - 1, -1, -1)
+                   if actions[p].action is Action.CLIP and not is_final(turns[p])]
+        room = budget.max_tokens - total
+        if not clipped or room < MIN_GIVEN_BACK:
+            return total
+        for count, position in enumerate(clipped):
+            action = actions[position]
+            assert action.replacement is not None
+            share = (budget.max_tokens - total) // (len(clipped) - count)
+            clip = self._clip(turns[position], action.replacement.token_estimate + share)
+            if clip is not None and clip.token_estimate > action.replacement.token_estimate:
+                actions[position] = TurnAction._trusted(action.turn_id, Action.CLIP,
+                                                        replacement=clip.replacement())
+                total += clip.token_estimate - action.replacement.token_estimate
+        return total
 
     def _clip(self, turn: TranscriptTurn, room: int) -> Clip | None:
         """``turn`` (an original, not a stub or a clip) clipped to ``room``, if that keeps more

@@ -206,7 +206,7 @@ def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: Compacti
          summary_role: str, model: str | None, context_management: Any) -> Job:
     options = settings.policy_options()
     conv = _conversion(prepared.request, prepared.parts, settings.pin, summary_role,
-                       options.keep_task)
+                       options.keep_task, prepared.estimator.estimate_tokens)
     summarizer = settings.summarizer
     deferred = deferral({"context_management": context_management}, _server_compaction,
                         settings.defer_to_server)

@@ -115,7 +115,7 @@ def compact(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"file": doc.source, "output": args.output, "format": doc.format.name,
                      "model": model, "budget": budget.to_dict(),
-                     "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
+                     "tokens_before": result.tokens_before, "tokens_after": result.tokens_sent,
                      "fits": not report.budget_unmet, "report": report.to_dict(),
                      "task_turn_id": result.task_turn_id,
                      "protection_relaxed": result.protection_relaxed,
@@ -176,7 +176,7 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
     line = Text("wrote ")
     line.append("standard output" if output == "-" else visible(output), style="bold")
     line.append(f" ({doc.format.name}): {report['turns_before']} → {report['turns_after']} "
-                f"turns, {result.tokens_before:,} → {result.tokens_after:,} tokens, budget "
+                f"turns, {result.tokens_before:,} → {result.tokens_sent:,} tokens, budget "
                 f"{budget.tokens:,} ")
     if report["budget_unmet"]:
         line.append("✗ over budget", style="bold red")

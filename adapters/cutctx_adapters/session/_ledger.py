@@ -38,6 +38,8 @@ class Ledger:
     positions: tuple[int | None, ...] = ()
     """Where each view turn stands in the history's conversion (None: a summary), so that a
     later call finds them without indexing the whole history; empty: look them up by id."""
+    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each summary in the view, and the history's turns it stands for (for reports)."""
 
     @property
     def empty(self) -> bool:

@@ -9,6 +9,7 @@ from cutctx import CompactionReport
 
 from .._pipeline import Replacement
 from .._results import short_tokens
+from ._fates import TurnFates
 
 __all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 
@@ -87,6 +88,11 @@ class CallReport:
     """Summaries found in the store (or produced meanwhile by another worker)."""
     store_misses: int = 0
     """Summaries the store did not have, so this call produced them."""
+    turns: TurnFates | None = None
+    """For a call that compacted: every turn of the history in exactly one of kept, masked,
+    clipped, deduplicated, summarized and dropped, as it is in what was sent (the latest fate:
+    a turn clipped and then masked is masked). ``compaction`` is the last event's own report,
+    over the view earlier events left."""
 
     @property
     def noun(self) -> str:
@@ -123,11 +129,15 @@ class CallReport:
         if self.decision not in ("compacted", "recompacted"):
             return ""
         counts: dict[str, int] = {}
-        for replacement in self.replacements:
-            counts[replacement.kind] = counts.get(replacement.kind, 0) + 1
+        if self.turns is not None:  # the history's turns as sent: every fate but kept
+            counts = {fate: count for fate, count in self.turns.counts().items()
+                      if count and fate != "kept"}
+        else:
+            for replacement in self.replacements:
+                counts[replacement.kind] = counts.get(replacement.kind, 0) + 1
         parts = [f"{count} {kind}" for kind, count in counts.items()]
         compaction = self.compaction
-        if compaction is not None and compaction.dropped_turn_ids:
+        if self.turns is None and compaction is not None and compaction.dropped_turn_ids:
             parts.append(f"{len(compaction.dropped_turn_ids)} dropped")
         if compaction is not None and compaction.summary_turn_ids:
             made = len(compaction.summary_turn_ids)
@@ -153,7 +163,7 @@ class CallReport:
         out: dict[str, Any] = {}
         for field in fields(self):
             value = getattr(self, field.name)
-            if isinstance(value, CompactionReport):
+            if isinstance(value, CompactionReport | TurnFates):
                 value = value.to_dict()
             elif field.name == "replacements":
                 value = [asdict(replacement) for replacement in value]

@@ -56,6 +56,7 @@ from ..settings import (
 from ..stores import MemoryStore, Store
 from ._alike import sent_alike
 from ._explain import explained
+from ._fates import TurnFates, fates_of, summary_members
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
@@ -407,7 +408,8 @@ class CompactionSession:
             tokens = (result.measured_tokens if result.measured_tokens is not None
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
-                            positions_of(result.view.turns, conv, ledger))
+                            positions_of(result.view.turns, conv, ledger),
+                            _members(result, ledger))
             events, last, over = events + 1, result, total
             fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
@@ -523,7 +525,8 @@ class CompactionSession:
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
-            tokens > call.budget, covered, **_figures(call, sent))
+            tokens > call.budget, covered, **_figures(call, sent),
+            turns=_turn_fates(call, walked, one_off) if walked.events or one_off else None)
         return Prepared(request, report)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
@@ -589,6 +592,27 @@ def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
     return (0 < reused == len(recent.plain) and recent.reading[1] is estimator
             and recent.reading[2] is pin and recent.reading[3] == keep_task
             and recent.reading[0] == side)
+
+
+def _members(result: CompactionResult, before: Ledger) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The summaries of ``result``'s view and the history's turns each stands for."""
+    earlier = dict(before.members)
+    made = summary_members(result.plan.summarization_requests, earlier)
+    in_view = {turn.turn_id for turn in result.view.turns}
+    return tuple((summary, ids) for summary, ids in {**earlier, **made}.items()
+                 if summary in in_view)
+
+
+def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None) -> TurnFates:
+    """The fate of every turn of the call's history in what is sent."""
+    ledger = walked.ledger
+    members = dict(ledger.members)
+    if one_off is not None:
+        members.update(summary_members(one_off.plan.summarization_requests, members))
+        view: Sequence[Any] = one_off.view.turns
+    else:
+        view = project(call.conv, ledger).transcript.turns
+    return fates_of(call.conv.turns, view, members)
 
 
 def walked_texts(ledger: Ledger) -> list[str]:
