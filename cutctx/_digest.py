@@ -64,76 +64,116 @@ def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator, *,
 
 @dataclass(frozen=True, slots=True)
 class Lines:
-    """A text's non-blank lines (stripped, cut to ``LINE_CHARS``), and which look salient: read
-    once, so a clip trying several cuts of a long text chooses among them without rereading."""
+    """Where a text's digest may take lines from: its first and last non-blank lines, and the
+    lines that look salient (each stripped and cut to ``LINE_CHARS``). Found once, by
+    searching the whole text (not line by line), so a clip trying several cuts of a long text
+    chooses among them without reading it again, in memory that does not grow with it."""
 
-    spans: tuple[tuple[int, int], ...]
-    salient: tuple[int, ...]
-    """Indexes into ``spans`` of lines that look like errors or results, in order."""
-    codes: tuple[int, ...]
-    """Indexes into ``spans`` of lines holding identifier-like codes, in order."""
+    first: Span | None
+    last: Span | None
+    salient: tuple[Span, ...]
+    """Lines that look like errors or results, in order (at most ``_SEEN``)."""
+    codes: tuple[Span, ...]
+    """Lines holding identifier-like codes, in order (at most ``_SEEN``)."""
+
+
+Span = tuple[int, int]
+_SEEN = 4096
 
 
 def lines_of(content: str) -> Lines:
-    """``content``'s lines as ``choose`` reads them (a clip's own marker line left out)."""
-    spans: list[tuple[int, int]] = []
-    salient: list[int] = []
-    codes: list[int] = []
-    offset = 0
-    for line in content.split("\n"):
-        stripped = line.strip()
-        if stripped and not stripped.startswith(_CLIP_MARKER):
-            start = offset + (len(line) - len(line.lstrip()))
-            text = stripped[:LINE_CHARS]
-            if _SALIENT.search(text):
-                salient.append(len(spans))
-            if _CODE.search(text):
-                codes.append(len(spans))
-            spans.append((start, start + len(text)))
-        offset += len(line) + 1
-    return Lines(tuple(spans), tuple(salient), tuple(codes))
+    """``content``'s candidate lines as ``choose`` reads them (a clip's own marker left out)."""
+    return Lines(_edge_line(content, forward=True), _edge_line(content, forward=False),
+                 _matching_lines(content, _SALIENT), _matching_lines(content, _CODE))
+
+
+def _line_at(content: str, start: int) -> Span | None:
+    """The stripped, cut line starting at ``start`` (None if blank or a clip's marker)."""
+    end = content.find("\n", start)
+    end = len(content) if end < 0 else end
+    while start < end and content[start].isspace():
+        start += 1
+    while end > start and content[end - 1].isspace():
+        end -= 1
+    if start == end or content.startswith(_CLIP_MARKER, start):
+        return None
+    return start, min(end, start + LINE_CHARS)
+
+
+def _edge_line(content: str, *, forward: bool) -> Span | None:
+    """The first (or last) non-blank line of ``content``."""
+    if forward:
+        position = 0
+        while position <= len(content):
+            found = _line_at(content, position)
+            if found is not None:
+                return found
+            next_line = content.find("\n", position)
+            if next_line < 0:
+                return None
+            position = next_line + 1
+        return None
+    end = len(content)
+    while end >= 0:
+        start = content.rfind("\n", 0, end) + 1
+        found = _line_at(content, start)
+        if found is not None:
+            return found
+        if start == 0:
+            return None
+        end = start - 1
+    return None
+
+
+def _matching_lines(content: str, pattern: re.Pattern[str]) -> tuple[Span, ...]:
+    """The lines where ``pattern`` matches within their first ``LINE_CHARS`` characters."""
+    out: list[Span] = []
+    last_start = -1
+    for match in pattern.finditer(content):
+        line_start = content.rfind("\n", 0, match.start()) + 1
+        if line_start == last_start:
+            continue
+        last_start = line_start
+        span = _line_at(content, line_start)
+        if span is not None and span[0] <= match.start() and match.end() <= span[1]:
+            out.append(span)
+            if len(out) >= _SEEN:
+                break
+    return tuple(out)
 
 
 def choose(lines: Lines, content: str, max_tokens: int, estimator: TokenEstimator, *,
-           ends: bool = True, within: tuple[int, int] | None = None) -> Excerpt:
+           ends: bool = True, within: Span | None = None) -> Excerpt:
     """The digest's lines among ``lines`` (of ``content``): the first and last (``ends``), then
     salient lines, then lines with codes, each while it fits ``max_tokens``; only lines lying
-    ``within`` a range of ``content``, if given. In order, as ranges."""
-    spans = lines.spans
-    if within is not None:
-        low, high = within
-        inside = [i for i, (start, end) in enumerate(spans) if low <= start and end <= high]
-        first, last = (inside[0], inside[-1]) if inside else (0, -1)
-        keep = set(inside)
-    else:
-        first, last = 0, len(spans) - 1
-        keep = None
-    if max_tokens <= 0 or last < first:
+    ``within`` a range of ``content``, if given (then without ``ends``). In order, as ranges."""
+    if max_tokens <= 0:
         return ()
+    edges = (lines.first, lines.last) if ends and within is None else ()
 
-    def among(indexes: tuple[int, ...]) -> list[int]:
-        picked = [i for i in indexes if (keep is None or i in keep)
-                  and (not ends or first < i < last)]
-        return picked[:_CANDIDATES]
+    def among(spans: tuple[Span, ...]) -> list[Span]:
+        if within is not None:
+            low, high = within
+            spans = tuple(span for span in spans if low <= span[0] and span[1] <= high)
+        return [span for span in spans if span not in edges][:_CANDIDATES]
 
     order = [*among(lines.salient), *among(lines.codes)]
-    if ends:
-        order = [first, *order, last]
-    chosen: set[int] = set()
+    if edges:
+        order = [span for span in (edges[0], *order, edges[1]) if span is not None]
+    chosen: set[Span] = set()
     seen: set[str] = set()
     spent = 0
-    for index in order:
-        start, end = spans[index]
-        line = content[start:end]
-        if index in chosen or line in seen:
+    for span in order:
+        line = content[span[0]:span[1]]
+        if span in chosen or line in seen:
             continue
         cost = estimator.estimate_tokens(line) + 1
         if spent + cost > max_tokens:
             continue
-        chosen.add(index)
+        chosen.add(span)
         seen.add(line)
         spent += cost
-    return tuple(spans[index] for index in sorted(chosen))
+    return tuple(sorted(chosen))
 
 
 _IDENTIFIER = re.compile(

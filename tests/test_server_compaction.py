@@ -506,7 +506,7 @@ def test_an_anthropic_session_sends_the_block_first_even_below_its_trigger() -> 
     session = CompactionSession(messages.FORMAT, model=CLAUDE)
     prepared = session.prepare(messages=history, max_tokens=1_000)
     cut = boundary_index(history)
-    assert prepared.report.decision == "unchanged"
+    assert prepared.report.decision == "compacted"  # changed: never reported as unchanged
     assert prepared.messages == history[cut:]
     assert len(prepared.report.covered) == 1 + 2 * 6
     assert prepared.report.tokens_sent == messages.count_tokens(history[cut:], model=CLAUDE)

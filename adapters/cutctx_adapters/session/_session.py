@@ -557,6 +557,8 @@ class CompactionSession:
             return decision, (f"{seen}; {walked.over} tokens > trigger {call.trigger}, "
                               f"compacted toward {goal} ({walked.events} event(s)); "
                               f"{tokens} tokens sent")
+        if known is None and covered:  # the request was changed: never reported unchanged
+            return "compacted", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
         if known is None:
             return "unchanged", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
         return ("appended" if appended else "reused"), (
