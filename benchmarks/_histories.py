@@ -27,6 +27,8 @@ __all__ = [
     "agent_session",
     "first_sentences",
     "load_langchain",
+    "parse_windows",
+    "print_table",
     "requests_of",
     "seed_tiktoken",
 ]
@@ -206,3 +208,35 @@ def start_redis(directory: Path) -> Any | None:
     if REDIS_SERVER is None:
         return None
     return RedisServer(directory).start()
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
+                left: Callable[[int], bool]) -> None:
+    """A table with ``rich`` (columns ``left(index)`` left-justified, the rest right), or as
+    plain aligned text without it; short rows are padded."""
+    rows = [[*row, *[""] * (len(header) - len(row))] for row in rows]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        return
+    table = Table(title=title)
+    for index, name in enumerate(header):
+        table.add_column(name, justify="left" if left(index) else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=200).print(table)
+
+
+def parse_windows(description: str, argv: Sequence[str] | None) -> list[int]:
+    """The ``--windows`` a replay runs at (tokens, comma-separated; 8k, 16k and 32k by
+    default)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--windows", default="8192,16384,32768",
+                        help="context windows to replay at (tokens, comma-separated)")
+    return [int(window) for window in parser.parse_args(argv).windows.split(",")]

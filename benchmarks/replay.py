@@ -28,7 +28,6 @@ calls).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -46,6 +45,8 @@ from _histories import (
     agent_session,
     langchain_counter,
     load_langchain,
+    parse_windows,
+    print_table,
     requests_of,
     seed_tiktoken,
     start_redis,
@@ -217,10 +218,7 @@ def replay_wrappers(requests: Sequence[Messages], meter: Meter, *, workers: int,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", default="8192,16384,32768",
-                        help="context windows to replay at (tokens, comma-separated)")
-    args = parser.parse_args(argv)
+    windows = parse_windows(__doc__.splitlines()[0], argv)
     seed_tiktoken()
 
     from cutctx_adapters.openai import chat
@@ -240,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"session: {len(session)} messages, {chat.count_tokens(session, estimator=estimator)} "
           f"tokens; {len(requests)} calls")
     verdicts: list[tuple[str, bool | None, str]] = []
-    for window in (int(w) for w in args.windows.split(",")):
+    for window in windows:
         reserve = window // 8
         budget = window - reserve
         print(f"\nwindow {window}, reply allowance {reserve}, prompt budget {budget}")
@@ -389,21 +387,8 @@ def show(outcomes: Sequence[Outcome], baseline: float, window: int) -> None:
             str(out.breaks), "-" if out.summarizer_calls is None else str(out.summarizer_calls),
             str(out.bad_stubs), str(out.missing_task), decisions,
         ])
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        return
-    table = Table(title=f"Replay at a {window:,}-token window: cached tokens priced at "
-                        f"{CACHED_PRICE}x")
-    for index, name in enumerate(header):
-        table.add_column(name, justify="left" if index in (0, len(header) - 1) else "right")
-    for row in rows:
-        table.add_row(*row)
-    Console(width=200).print(table)
+    print_table(f"Replay at a {window:,}-token window: cached tokens priced at {CACHED_PRICE}x",
+                header, rows, lambda index: index in (0, len(header) - 1))
 
 
 if __name__ == "__main__":

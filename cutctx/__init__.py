@@ -5,18 +5,23 @@ A policy ``decide``s a ``CompactionPlan``; the caller fulfils its summarization 
 """
 
 from ._clipping import clip_text, plan_clip
+from ._digest import DIGEST_STYLES
+from ._references import GIVE_WAY_ORDERS
 from ._replaced import (
     ATOMS_KEY,
     CONTENT_KEY,
     EXCERPT_KEY,
     KIND_KEY,
     MARKER_KEY,
+    OBSERVATION_KEY,
     ORIGINAL_SHA256_KEY,
     ORIGINAL_TOKENS_KEY,
     REF_LABEL_KEY,
     REFERS_TO_KEY,
     excerpt_of,
     is_final,
+    is_person,
+    is_result,
     original_figures,
     replaced_metadata,
     replaced_text,
@@ -70,11 +75,14 @@ __all__ = [
     "ATOMS_KEY",
     "CONTENT_KEY",
     "DEFAULT_PLACEHOLDER",
+    "DIGEST_STYLES",
     "EMPTY_METADATA",
     "EXCERPT_KEY",
+    "GIVE_WAY_ORDERS",
     "GROUP_ID_PREFIX",
     "KIND_KEY",
     "MARKER_KEY",
+    "OBSERVATION_KEY",
     "ORIGINAL_SHA256_KEY",
     "ORIGINAL_TOKENS_KEY",
     "REFERS_TO_KEY",
@@ -117,6 +125,8 @@ __all__ = [
     "default_chain",
     "excerpt_of",
     "is_final",
+    "is_person",
+    "is_result",
     "original_figures",
     "plan_clip",
     "replaced_metadata",

@@ -1,19 +1,26 @@
-"""A masked tool result's digest: the few lines of it most likely to matter later.
+"""A masked tool result's digest: what of it is most likely to matter later.
 
-Its first line, lines that look like errors or results, lines holding identifier-like codes, and
-its last line — in their original order, each at most ``LINE_CHARS`` characters, within a token
-cap. Deterministic, so a stub renders the same bytes on every call.
+Two styles, both ranges of the result's own text, in order, within a token cap. ``lines``: its
+first line, lines that look like errors or results, lines holding identifier-like codes, and its
+last line, each at most ``LINE_CHARS`` characters. ``identifiers``: what it names — error types
+(with the rest of their line), paths and file names, symbols, numbers — each once, the most
+telling first, so a stub still answers "which file, which line, which error". Deterministic, so
+a stub renders the same bytes on every call.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from .estimator import TokenEstimator
 from .types import Excerpt
 
-__all__ = ["LINE_CHARS", "Lines", "choose", "digest", "digest_ranges", "lines_of"]
+__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Lines", "choose", "digest", "digest_ranges",
+           "identifier_ranges", "identifiers", "lines_of"]
+
+DIGEST_STYLES = ("lines", "identifiers")
 
 LINE_CHARS = 200
 _CANDIDATES = 24
@@ -28,15 +35,21 @@ _CODE = re.compile(
     r"|\b0x[0-9a-fA-F]{4,}\b|\b[0-9a-f]{8,40}\b|\bv?\d+\.\d+\.\d+\b")
 
 
-def digest(content: str, max_tokens: int, estimator: TokenEstimator) -> str:
-    """Salient lines of ``content`` in order, estimated at <= ``max_tokens`` (empty if none fit).
+def digest(content: str, max_tokens: int, estimator: TokenEstimator,
+           style: str = "lines") -> str:
+    """The digest of ``content`` in order, one piece a line, estimated at <= ``max_tokens``
+    (empty if none fit).
 
     >>> from cutctx import CharRatioEstimator
     >>> digest("running\\nok\\nERROR E1432: disk full\\ndone", 40, CharRatioEstimator())
     'running\\nERROR E1432: disk full\\ndone'
+    >>> digest("[File: src/app.py]\\n12: x = load_config()\\nKeyError: 'home'", 40,
+    ...        CharRatioEstimator(), "identifiers")
+    "src/app.py\\n12\\nload_config\\nKeyError: 'home'"
     """
-    return "\n".join(content[start:end] for start, end in digest_ranges(content, max_tokens,
-                                                                         estimator))
+    ranges = (identifier_ranges(content, max_tokens, estimator) if style == "identifiers"
+              else digest_ranges(content, max_tokens, estimator))
+    return "\n".join(content[start:end] for start, end in ranges)
 
 
 def digest_ranges(content: str, max_tokens: int, estimator: TokenEstimator, *,
@@ -159,5 +172,92 @@ def choose(lines: Lines, content: str, max_tokens: int, estimator: TokenEstimato
             continue
         chosen.add(span)
         seen.add(line)
+        spent += cost
+    return tuple(sorted(chosen))
+
+
+_IDENTIFIER = re.compile(
+    r"(?P<error>\b[A-Z][A-Za-z0-9]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Interrupt))\b)"
+    r"|(?P<code>\b(?=[A-Za-z0-9.-]*\d)(?=[A-Za-z0-9.-]*[A-Za-z])[A-Za-z0-9]++"
+    r"(?:[-.][A-Za-z0-9]++)++\b|\b0x[0-9a-fA-F]{4,}+\b|\b[0-9a-f]{8,40}\b"
+    r"|\bv?\d+\.\d+\.\d+\b)"
+    r"|(?P<path>(?<![\w.-])(?:\.{0,2}/)?+(?:[\w.-]++/)++[\w.-]*+(?<=\w)"
+    r"|\b[\w-]++\.[A-Za-z][A-Za-z0-9]{0,5}+\b)"
+    r"|(?P<symbol>\b_*+[A-Za-z][A-Za-z0-9]*+(?:_[A-Za-z0-9]++)++\b"
+    r"|\b[a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++\b|\b[A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++\b)"
+    r"|(?P<number>\b\d{2,}+\b)")
+"""Error types; codes (letters and digits joined by ``-`` or ``.``: ``E-1432``, ``TOOL-1A2B3C``;
+hex hashes, versions); paths and file names (``name.ext``, dotted names); snake_case,
+camelCase and PascalCase symbols; numbers of two digits or more."""
+_RANK = {"error": 0, "code": 1, "path": 2, "symbol": 3, "number": 4}
+_ERROR_LINE_CHARS = 120
+
+
+_TOKEN = re.compile(r"(?<![\w./-])(?=[\w./-]*[0-9_./A-Z-])[\w./-]+")
+"""Runs of the characters identifiers are made of that hold more than lowercase letters: only
+those are searched (most of a text is plain words, and one pattern per run is cheaper than one
+per place)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
+    """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
+    code, path, symbol or number). Clip markers are left out. Remembered for the last few
+    thousand texts: a compaction asks for the same results' identifiers in every projection."""
+    out: list[tuple[int, int, str]] = []
+    search = _IDENTIFIER.finditer
+    for token in _TOKEN.finditer(content):
+        text = token.group()
+        if text.isalpha() and text[1:].islower():
+            continue  # a capitalised plain word: "Found"
+        base = token.start()
+        for match in search(text):
+            kind = match.lastgroup
+            assert kind is not None
+            out.append((base + match.start(), base + match.end(), kind))
+    if _CLIP_MARKER in content:
+        out = [entry for entry in out if not _in_marker(content, entry[0])]
+    return tuple(out)
+
+
+def _in_marker(content: str, position: int) -> bool:
+    """Whether ``position`` lies on a clip marker's line."""
+    line_start = content.rfind("\n", 0, position) + 1
+    head = content[line_start:line_start + len(_CLIP_MARKER) + 16]
+    return head.lstrip().startswith(_CLIP_MARKER)
+
+
+def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+    """Where the identifiers a digest keeps stand in ``content``: each distinct one once (its
+    first occurrence; an error type with the rest of its line), chosen by kind (errors, codes,
+    paths, symbols, numbers), then by how often it occurs, then by position, while within
+    ``max_tokens``; one contained in another already chosen is left out. In order."""
+    if max_tokens <= 0:
+        return ()
+    first: dict[str, tuple[int, int, str]] = {}
+    counts: dict[str, int] = {}
+    for start, end, kind in identifiers(content):
+        if kind == "error":
+            line_end = content.find("\n", end)
+            line_end = len(content) if line_end < 0 else line_end
+            end = len(content[start:min(line_end, start + _ERROR_LINE_CHARS)].rstrip()) + start
+        text = content[start:end]
+        counts[text] = counts.get(text, 0) + 1
+        first.setdefault(text, (start, end, kind))
+    ranked = sorted(first.items(), key=lambda item: (_RANK[item[1][2]], -counts[item[0]],
+                                                     item[1][0]))
+    chosen: list[tuple[int, int]] = []
+    kept: list[str] = []
+    spent = 0
+    for text, (start, end, _kind) in ranked[:_CANDIDATES * 4]:
+        if any(text in other for other in kept):
+            continue
+        if any(start < other_end and other_start < end for other_start, other_end in chosen):
+            continue
+        cost = estimator.estimate_tokens(text) + 1
+        if spent + cost > max_tokens:
+            continue
+        chosen.append((start, end))
+        kept.append(text)
         spent += cost
     return tuple(sorted(chosen))

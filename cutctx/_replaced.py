@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._canonical import sha256_of, sha256_text
-from .types import Action, Excerpt, TranscriptTurn, TurnReplacement
+from .types import Action, Excerpt, Role, TranscriptTurn, TurnReplacement
 
 __all__ = [
     "ATOMS_KEY",
@@ -24,12 +24,15 @@ __all__ = [
     "KIND_KEY",
     "KIND_OF",
     "MARKER_KEY",
+    "OBSERVATION_KEY",
     "ORIGINAL_SHA256_KEY",
     "ORIGINAL_TOKENS_KEY",
     "REFERS_TO_KEY",
     "REF_LABEL_KEY",
     "excerpt_of",
     "is_final",
+    "is_person",
+    "is_result",
     "original_figures",
     "replaced_metadata",
     "replaced_text",
@@ -58,6 +61,11 @@ EXCERPT_KEY = "cutctx.excerpt"
 caller can rebuild structured content around them: the parts kept whole, the text cut)."""
 MARKER_KEY = "cutctx.marker"
 """On a clipped turn: its marker line (figures and a hash, no content)."""
+OBSERVATION_KEY = "cutctx.observation"
+"""Set by a caller on a USER turn that carries tool output (an agent loop sending a command's
+output back as a user message): the policies added after 0.1.0 treat it as a tool result —
+deduplicated, clipped, masked, dropped before what a person typed. The value says why
+(content-free: ``shape``, ``size``, ``rule``...); 0.1.0's policies ignore it."""
 
 KIND_OF = MappingProxyType({Action.MASK: "masked", Action.CLIP: "clipped",
                             Action.DEDUPLICATE: "deduplicated"})
@@ -75,6 +83,18 @@ def excerpt_of(turn: TranscriptTurn) -> Excerpt:
         if start.isdigit() and end.isdigit():
             out.append((int(start), int(end)))
     return tuple(out)
+
+
+def is_result(turn: TranscriptTurn) -> bool:
+    """Whether ``turn`` is a tool result: a TOOL turn, or a USER turn marked as an observation
+    (``cutctx.observation``)."""
+    return turn.role is Role.TOOL or (turn.role is Role.USER
+                                      and OBSERVATION_KEY in turn.metadata)
+
+
+def is_person(turn: TranscriptTurn) -> bool:
+    """Whether ``turn`` is a message a person typed: a USER turn not marked as an observation."""
+    return turn.role is Role.USER and OBSERVATION_KEY not in turn.metadata
 
 
 def is_final(turn: TranscriptTurn) -> bool:

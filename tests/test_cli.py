@@ -809,8 +809,9 @@ def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
     written = json.loads(out_path.read_text(encoding="utf-8"))
     assert "cutctx clipped this tool result" in written[-1]["content"]
     observation = tmp_path / "observation.json"
+    person = "Please keep the old export format for every file we ship.\n" * 4_000
     observation.write_text(json.dumps([*history[:-1], {**history[-1], "content": "done"},
-                                       {"role": "user", "content": "log line\n" * 20_000}]),
+                                       {"role": "user", "content": person}]),
                            encoding="utf-8")
     code, _out, err = _main(capsys, "compact", observation, "--budget", "1500", "--strict",
                             "-o", out_path)

@@ -18,6 +18,7 @@ from cutctx import (
     CONTENT_KEY,
     EMPTY_METADATA,
     KIND_KEY,
+    OBSERVATION_KEY,
     ORIGINAL_SHA256_KEY,
     REF_LABEL_KEY,
     CompactedTranscript,
@@ -30,6 +31,7 @@ from cutctx import (
 
 from ._canonical_key import content_key
 from ._grown import GrownList, GrownMap
+from ._observations import observation_reason
 from ._structured import atoms_entry, clipped_payload, layout, original_sha256
 
 __all__ = [
@@ -508,7 +510,8 @@ def extend(
             pinned.add(task)
     known = len(grown.turns)
     turns, by_id, task_turn_id = _turns_of(
-        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known), count_text)
+        grown.codec, parts, pinned, task, _exchange_ids(parts, start=known), count_text,
+        grown.turns[-1] if known else None)
     fresh: set[str] = set()
     for index, turn in enumerate(turns, start=known):
         if turn.turn_id in grown.parts or turn.turn_id in fresh:
@@ -519,9 +522,11 @@ def extend(
 
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,
-              correlation: Sequence[str | None], count_text: CountText | None = None
+              correlation: Sequence[str | None], count_text: CountText | None = None,
+              previous: TranscriptTurn | None = None
               ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None]:
-    """The engine turns of ``parts``, the parts by turn id, and the task's turn id."""
+    """The engine turns of ``parts``, the parts by turn id, and the task's turn id.
+    ``previous``: the turn before the first of ``parts`` (an extension's), if any."""
     task_turn_id: str | None = None
     turns: list[TranscriptTurn] = []
     by_id: dict[str, Part] = {}
@@ -533,6 +538,11 @@ def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: 
         metadata: Mapping[str, str] = {TOOL_NAME_KEY: part.label} if part.label else EMPTY_METADATA
         if part.role is Role.TOOL or part.role is Role.USER:
             metadata = _body_metadata(codec, part, metadata, count_text)
+            before = turns[-1] if turns else previous
+            reason = observation_reason(part.role, part.text,
+                                        None if before is None else before.role)
+            if reason is not None:
+                metadata = {**metadata, OBSERVATION_KEY: reason}
         turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
                                     correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:

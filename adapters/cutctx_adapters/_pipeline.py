@@ -29,7 +29,7 @@ from cutctx import (
 
 from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
 from ._fitting import Fitted, decide_fitting
-from ._policy import OnSummaryError, PolicyOptions, choose_policy
+from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
 from ._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
 from .errors import SummarizationFailed
 from .fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
@@ -266,6 +266,7 @@ def start(
     else:
         covered = ()
     options = options or PolicyOptions()
+    conversion = with_observations(conversion, options.observations)
     stubs = stub_estimator(conversion.transcript, estimator, stub_pad)
     chosen = choose_policy(policy, summarizer, options, stubs)
     spared = options.keep_recent_results if policy is None else 0

@@ -1,17 +1,22 @@
 """Which policies the adapters run, with which settings: the chain that loses least first.
 
 Without a policy of the caller's, the adapters escalate: deduplicate repeated tool results, clip
-oversized ones, mask old ones (keeping a digest), summarize the oldest span just large enough
-(with a summarizer), and only then drop the oldest exchanges — user messages last of all; then
-give back, newest first, what that took beyond the budget (``FillingPolicy``).
+oversized ones, mask old ones (keeping a digest of what they name; those no later turn refers
+back to first), summarize the oldest span just large enough (with a summarizer), and only then
+drop the oldest exchanges — what a person typed last of all; then give back, newest first, what
+that took beyond the budget (``FillingPolicy``). Tool results include observations: tool output
+an agent loop sends back as a user message (``_observations``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from cutctx import (
+    DIGEST_STYLES,
+    GIVE_WAY_ORDERS,
     CompactionPolicy,
     DeduplicateResultsPolicy,
     DropOldestPolicy,
@@ -25,18 +30,28 @@ from cutctx import (
     ValidationError,
 )
 
+from ._conversion import Conversion
+from ._observations import ObservationRule, check_rule, marked
 from .prompts import DEFAULT_PROMPT_ID
 
 __all__ = [
     "DEFAULT_DIGEST_TOKENS",
+    "DigestStyle",
+    "GiveWay",
     "OnSummaryError",
     "PolicyOptions",
     "choose_policy",
+    "with_observations",
 ]
 
+Out = TypeVar("Out")
 OnSummaryError = Literal["raise", "fallback"]
+DigestStyle = Literal["identifiers", "lines"]
+"""What a stub's digest keeps (``digest``): what the result names, or its salient lines."""
+GiveWay = Literal["value", "oldest"]
+"""Which tool results are masked and dropped first (``give_way``)."""
 DEFAULT_DIGEST_TOKENS = 48
-"""Tokens a masked tool result keeps of what it said (first line, errors, codes, last line)."""
+"""Tokens a masked tool result keeps of what it said (what it names: errors, paths, symbols)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +62,15 @@ class PolicyOptions:
     * ``keep_task``: the first user message (an agent's task) is pinned.
     * ``keep_user_turns``: user messages are summarized or dropped only after everything else.
     * ``digest_tokens``: what a masked tool result keeps of its text (0: the bare hashed stub).
+    * ``observations``: which user messages carry tool output and are treated as tool results
+      (``"auto"``, ``"after_assistant"``, ``"none"``, or a callable ``(message, index) ->
+      bool``; see ``_observations`` and docs/policies.md).
+    * ``digest``: what a stub's digest keeps: ``"identifiers"`` (error types, codes, paths,
+      symbols, numbers the result names) or ``"lines"`` (its first, error, result and last
+      lines).
+    * ``give_way``: which results are masked and dropped first. ``"value"``: those no later turn
+      refers back to, then the rest (each oldest first), and results before the agent's own
+      steps; ``"oldest"``: by age alone.
     * ``max_result_tokens`` / ``max_result_share``: a tool result over this many tokens (or this
       share of the budget) is clipped to its head and tail before anything is masked.
     * ``on_summary_error``: ``"raise"`` a failed or unusable summary, or ``"fallback"`` to a plan
@@ -63,6 +87,9 @@ class PolicyOptions:
     max_result_share: float = 0.25
     on_summary_error: OnSummaryError = "raise"
     strict: bool = False
+    observations: ObservationRule = "auto"
+    digest: DigestStyle = "identifiers"
+    give_way: GiveWay = "value"
 
     def __post_init__(self) -> None:
         for name in ("keep_task", "keep_user_turns", "strict"):
@@ -79,6 +106,11 @@ class PolicyOptions:
         if self.on_summary_error not in ("raise", "fallback"):
             raise ValidationError("on_summary_error must be 'raise' or 'fallback'",
                                   {"field": "on_summary_error"})
+        check_rule(self.observations)
+        for name, allowed in (("digest", DIGEST_STYLES), ("give_way", GIVE_WAY_ORDERS)):
+            if getattr(self, name) not in allowed:
+                raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}",
+                                      {"field": name})
 
 
 def _whole(value: Any, name: str, minimum: int) -> None:
@@ -108,12 +140,28 @@ def choose_policy(
                              max_result_fraction=options.max_result_share,
                              estimator=stub_estimator),
         ToolResultMaskingPolicy(options.keep_recent_results, digest_tokens=options.digest_tokens,
+                                digest=options.digest, order=options.give_way,
                                 estimator=stub_estimator),
     ]
     if summarizer is not None:
         prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
         members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
-    members.append(UserLastDropPolicy() if options.keep_user_turns else DropOldestPolicy())
+    members.append(UserLastDropPolicy(order=options.give_way) if options.keep_user_turns
+                   else DropOldestPolicy())
     return FillingPolicy(PolicyChain(members), estimator=stub_estimator,
                          max_result_fraction=options.max_result_share,
                          max_result_tokens=options.max_result_tokens)
+
+
+def with_observations(conversion: Conversion[Out], rule: ObservationRule) -> Conversion[Out]:
+    """``conversion`` with its user turns marked as observations by ``rule`` (itself under
+    ``"auto"``: the conversion marked them as it read each message)."""
+    def message_of(turn_id: str) -> tuple[Mapping[str, Any], int]:
+        part = conversion.parts[turn_id]
+        return part.payload, part.index
+
+    transcript = marked(conversion.transcript, rule, message_of)
+    if transcript is conversion.transcript:
+        return conversion
+    return Conversion(transcript, conversion.parts, conversion.codec, conversion.task_turn_id,
+                      conversion.reading)

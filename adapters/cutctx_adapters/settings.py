@@ -25,7 +25,8 @@ from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, Validatio
 
 from ._conversion import PinSpec
 from ._estimators import chosen_estimator
-from ._policy import DEFAULT_DIGEST_TOKENS, OnSummaryError, PolicyOptions
+from ._observations import ObservationRule
+from ._policy import DEFAULT_DIGEST_TOKENS, DigestStyle, GiveWay, OnSummaryError, PolicyOptions
 from ._windows import prompt_budget
 from .fulfil import AnySummarizer
 from .stores import Store
@@ -70,6 +71,9 @@ class PlanningKeywords(TypedDict, total=False):
     max_result_share: float
     strict: bool
     defer_to_server: bool
+    observations: ObservationRule
+    digest: DigestStyle
+    give_way: GiveWay
 
 
 class SettingsKeywords(PlanningKeywords, total=False):
@@ -165,6 +169,16 @@ class CompactionSettings:
     Over that limit the request is fitted without summaries. False: compact as usual."""
     on_compaction: ReportCallback | None = None
     on_call: ReportCallback | None = None
+    observations: ObservationRule = "auto"
+    """Which user messages carry tool output (an agent loop's observations) and are treated as
+    tool results: ``"auto"`` (right after the assistant's action and shaped like output),
+    ``"after_assistant"``, ``"none"``, or a callable ``(message, index) -> bool``."""
+    digest: DigestStyle = "identifiers"
+    """What a masked result's digest keeps: what it names (``"identifiers"``: error types,
+    codes, paths, symbols, numbers) or its salient lines (``"lines"``)."""
+    give_way: GiveWay = "value"
+    """Which results are masked and dropped first: ``"value"`` (those no later turn refers back
+    to, and results before the agent's own steps) or ``"oldest"``."""
 
     def __post_init__(self) -> None:
         _check(self)
@@ -195,7 +209,8 @@ class CompactionSettings:
             keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
             keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
             max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
-            on_summary_error=self.on_summary_error, strict=self.strict)
+            on_summary_error=self.on_summary_error, strict=self.strict,
+            observations=self.observations, digest=self.digest, give_way=self.give_way)
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain values for logs: objects (policy, summarizer, store,

@@ -1,5 +1,7 @@
 """What the tool-result policies share: walk tool results, give each a new body.
 
+A tool result is a TOOL turn or a USER turn marked as an observation (``cutctx.observation``).
+
 Deduplicating, clipping and masking differ only in which body a result gets and in which order
 results are taken; the walk, the running total, the skipped turns (untouchable, already final)
 and the plan are the same.
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._planning import build_plan, keep_all
-from .._replaced import is_final
+from .._replaced import is_final, is_result
 from .._structure import Structure, require_satisfiable
 from ..errors import ValidationError
 from ..estimator import CharRatioEstimator, TokenEstimator
@@ -18,14 +20,13 @@ from ..types import (
     Action,
     CompactionBudget,
     CompactionPlan,
-    Role,
     Transcript,
     TranscriptTurn,
     TurnAction,
     TurnReplacement,
 )
 
-__all__ = ["Body", "chosen_estimator", "replace_tool_results", "tool_positions"]
+__all__ = ["Body", "chosen_estimator", "replace_tool_results", "result_positions"]
 
 Body = Callable[[int, TranscriptTurn], TurnReplacement | None]
 """(position, turn) -> the turn's new body, or None to leave the turn."""
@@ -39,9 +40,10 @@ def chosen_estimator(estimator: TokenEstimator | None) -> tuple[TokenEstimator, 
     return (CharRatioEstimator(), True) if estimator is None else (estimator, False)
 
 
-def tool_positions(transcript: Transcript) -> list[int]:
-    """Positions of the TOOL turns, oldest first."""
-    return [p for p, turn in enumerate(transcript.turns) if turn.role is Role.TOOL]
+def result_positions(transcript: Transcript) -> list[int]:
+    """Positions of the tool results (TOOL turns and observations: ``is_result``), oldest
+    first."""
+    return [p for p, turn in enumerate(transcript.turns) if is_result(turn)]
 
 
 def replace_tool_results(
@@ -58,7 +60,7 @@ def replace_tool_results(
     estimator: TokenEstimator,
     default_estimator: bool,
 ) -> CompactionPlan:
-    """Over ``candidates`` (default: TOOL turns oldest first), while the transcript is over
+    """Over ``candidates`` (default: tool results oldest first), while the transcript is over
     budget: each turn that ``may_replace`` and is not untouchable gets ``body``'s replacement
     under ``action`` when that is estimated strictly smaller. ``recent_too``: a turn protected
     only for being recent is a candidate as well (a clip keeps its head and tail), and the
@@ -70,7 +72,7 @@ def replace_tool_results(
     turns = transcript.turns
     total = transcript.token_estimate()
     replaced = False
-    for position in tool_positions(transcript) if candidates is None else candidates:
+    for position in result_positions(transcript) if candidates is None else candidates:
         if total <= budget.max_tokens:
             break
         turn = turns[position]

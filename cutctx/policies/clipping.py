@@ -14,11 +14,12 @@ from ..types import (
     Action,
     CompactionBudget,
     CompactionPlan,
+    Role,
     Transcript,
     TranscriptTurn,
     TurnReplacement,
 )
-from ._replacing import chosen_estimator, replace_tool_results, tool_positions
+from ._replacing import chosen_estimator, replace_tool_results, result_positions
 
 __all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
 
@@ -27,7 +28,8 @@ MIN_CLIP_TOKENS = 128
 
 
 class ToolResultClipPolicy:
-    """Tool results over a cap keep their head and tail around a marker; the largest first,
+    """Tool results (observations too) over a cap keep their head and tail around a marker;
+    the largest first,
     while over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the
     budget, whichever is smaller (at least one must be set). A result protected only for being
     recent is clipped too: protection keeps a result's head and tail, not its whole size, so
@@ -73,17 +75,18 @@ class ToolResultClipPolicy:
         require_inputs(transcript, budget)
         cap = self.cap(budget)
         turns = transcript.turns
-        over = [p for p in tool_positions(transcript) if turns[p].token_estimate > cap]
+        over = [p for p in result_positions(transcript) if turns[p].token_estimate > cap]
         over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
 
         def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
+            subject = "tool result" if turn.role is Role.TOOL else "output"
             if turn.metadata.get(KIND_KEY) == "clipped":  # a wider clip, clipped to its share
                 tokens, sha = original_figures(turn, quoted=False)
                 clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
-                                 original_tokens=tokens, original_sha256=sha)
+                                 original_tokens=tokens, original_sha256=sha, subject=subject)
             else:
                 clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
-                                 original_sha256=text_sha256(turn),
+                                 original_sha256=text_sha256(turn), subject=subject,
                                  atoms=atoms_of(turn.metadata, len(turn.content)))
             return None if clip is None else clip.replacement()
 

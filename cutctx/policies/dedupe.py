@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._replaced import CONTENT_KEY, REF_LABEL_KEY, is_final, original_figures
+from .._replaced import CONTENT_KEY, REF_LABEL_KEY, is_final, is_result, original_figures
 from .._structure import require_inputs
 from ..estimator import TokenEstimator
 from ..types import (
@@ -21,9 +21,11 @@ __all__ = ["DeduplicateResultsPolicy"]
 
 def _identity(turn: TranscriptTurn) -> str:
     """What two results must share to be the same: the caller's hash of the whole body when it
-    gave one (results with images have only placeholder text), else the text itself."""
+    gave one (results with images have only placeholder text), else the text itself (a TOOL
+    turn and an observation never match: one could not stand for the other)."""
     key = turn.metadata.get(CONTENT_KEY)
-    return "key:" + key if key is not None else "text:" + turn.content
+    kind = "tool:" if turn.role is Role.TOOL else "observation:"
+    return kind + ("key:" + key if key is not None else "text:" + turn.content)
 
 
 class DeduplicateResultsPolicy:
@@ -44,13 +46,18 @@ class DeduplicateResultsPolicy:
     @staticmethod
     def stub_for(turn: TranscriptTurn, later: TranscriptTurn | str) -> str:
         """The text that replaces a result identical to ``later``: named as a model can find
-        it (``cutctx.ref``, set by the adapters: its tool call), else by turn id."""
+        it (``cutctx.ref``, set by the adapters: its tool call), else by turn id; an
+        observation (tool output in a user message) as the later message with the same
+        output."""
         if isinstance(later, str):
             label = f"turn {later}"
+        elif later.role is Role.USER and REF_LABEL_KEY not in later.metadata:
+            label = "a message with the same output"
         else:
             label = later.metadata.get(REF_LABEL_KEY) or f"turn {later.turn_id}"
         tokens, sha = original_figures(turn, quoted=False)
-        return (f"[duplicate tool result: identical to {label}, later in this conversation; "
+        subject = "tool result" if turn.role is Role.TOOL else "output"
+        return (f"[duplicate {subject}: identical to {label}, later in this conversation; "
                 f"original: {tokens} tokens, sha256:{sha}]")
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
@@ -58,7 +65,7 @@ class DeduplicateResultsPolicy:
         turns = transcript.turns
         latest: dict[str, int] = {}
         for position, turn in enumerate(turns):
-            if turn.role is Role.TOOL and not is_final(turn):
+            if is_result(turn) and not is_final(turn):
                 latest[_identity(turn)] = position
 
         def body(position: int, turn: TranscriptTurn) -> TurnReplacement | None:

@@ -22,6 +22,7 @@ from ..types import (
     CompactionBudget,
     CompactionPlan,
     CompactionPolicy,
+    Role,
     Transcript,
     TranscriptTurn,
     TurnAction,
@@ -124,6 +125,7 @@ class FillingPolicy:
             return None
         return plan_clip(turn.content, turn.token_estimate, room, self.estimator,
                          original_sha256=text_sha256(turn),
+                         subject="tool result" if turn.role is Role.TOOL else "output",
                          atoms=atoms_of(turn.metadata, len(turn.content)))
 
     def __repr__(self) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .._checks import require_int, require_ratio, require_text
 from .._planning import build_plan, keep_all
+from .._replaced import is_person
 from .._structure import Structure, require_satisfiable, turn_id_set
 from ..errors import ValidationError
 from ..types import (
@@ -13,7 +14,6 @@ from ..types import (
     Action,
     CompactionBudget,
     CompactionPlan,
-    Role,
     SummarizationRequest,
     Transcript,
     TurnAction,
@@ -47,9 +47,9 @@ class SpanSummarizingPolicy:
     whole and the next one continues (one request each). When every span folded at
     ``target_ratio`` is still not enough, the summaries are asked to be shorter (at least
     ``min_target_tokens``) rather than leave the rest to a drop. With ``user_turns_last``, user
-    turns are folded last: a span passes over them (they stay, verbatim, after its summary)
-    unless that cannot reach the goal, when the spans take them in too — a summary that keeps
-    a user's requirements loses less than dropping them.
+    turns (not observations: ``is_person``) are folded last: a span passes over them (they
+    stay, verbatim, after its summary) unless that cannot reach the goal, when the spans take
+    them in too — a summary that keeps a user's requirements loses less than dropping them.
 
     >>> SpanSummarizingPolicy("cutctx/summary@1").name
     'span_summarizing'
@@ -105,7 +105,7 @@ class SpanSummarizingPolicy:
         passed_over = None
         if users_last:
             def passed_over(position: int) -> bool:
-                return turns[position].role is Role.USER
+                return is_person(turns[position])
         taken_ids = turn_id_set(transcript)
         chosen_spans: list[tuple[list[int], int, tuple[str, ...], str]] = []
         left = need

@@ -31,6 +31,7 @@ from .._conversion import uncovered as _uncovered
 from .._estimators import check_model
 from .._format import HistoryFormat, given
 from .._grown import GrownList
+from .._observations import ObservationRule
 from .._pipeline import (
     CompactionResult,
     Job,
@@ -41,7 +42,7 @@ from .._pipeline import (
 )
 from .._pipeline import arun as _arun
 from .._pipeline import run as _run
-from .._policy import OnSummaryError, PolicyOptions
+from .._policy import DigestStyle, GiveWay, OnSummaryError, PolicyOptions
 from .._windows import prompt_budget
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..settings import (
@@ -161,6 +162,9 @@ class CompactionSession:
     defer_to_server = Setting[bool]()
     on_compaction = Setting[ReportCallback | None]()
     on_call = Setting[ReportCallback | None]()
+    observations = Setting[ObservationRule]()
+    digest = Setting[DigestStyle]()
+    give_way = Setting[GiveWay]()
 
     def __init__(self, format: HistoryFormat, model: str | None = None, *,
                  settings: CompactionSettings | None = None,
