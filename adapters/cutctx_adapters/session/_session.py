@@ -443,12 +443,13 @@ class CompactionSession:
 
     def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
         """Plan one compaction event over the history as earlier events left it: toward the
-        target without relaxing any protection; when that plan does not even fit the budget
-        (the protected turns alone exceed the target), for the whole budget, protection bending
-        as it must. A session's view is never less fitting than stateless ``compact``'s."""
+        target, protection bending as it must to reach it (unless ``strict``: a compaction
+        landing near the budget would only run again on the next call); when that plan does
+        not fit even the budget, for the whole budget. A session's view is never less fitting
+        than stateless ``compact``'s."""
         projected = project(conv, ledger)
         try:
-            job = self._start(projected, call.target, call, strict=True)
+            job = self._start(projected, call.target, call, strict=self.strict)
             if job.plan.tokens_after_estimate + call.overhead <= call.budget:
                 return job
         except BudgetUnsatisfiable:
