@@ -37,6 +37,7 @@ from langchain_core.messages import (  # noqa: E402
     AnyMessage,
     HumanMessage,
     RemoveMessage,
+    SystemMessage,
     convert_to_messages,
     convert_to_openai_messages,
 )
@@ -46,12 +47,13 @@ from langgraph.types import Command  # noqa: E402
 
 from cutctx import ValidationError  # noqa: E402
 
+from .._summarizer import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
 from ._hooks import HookSessions, traced  # noqa: E402
 
-__all__ = ["CompactionMiddleware"]
+__all__ = ["ChatModelSummarizer", "CompactionMiddleware"]
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -153,6 +155,40 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         update = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *sent, *response.result]
         return ExtendedModelResponse(model_response=response,
                                      command=Command(update={"messages": update}))
+
+
+class ChatModelSummarizer(ProviderSummarizer):
+    """Summaries through a LangChain chat model (the agent's own, or a cheaper one), with
+    cutctx's prompts, planned, bounded and checked as the provider summarizers' are: the reply
+    is bounded by ``max_tokens`` and used only if it ended on its own (its
+    ``finish_reason``/``stop_reason``); ``asynchronous=True`` awaits ``ainvoke`` (for
+    ``ainvoke`` agents).
+
+        CompactionMiddleware(window=64_000, summarizer=ChatModelSummarizer(cheap_model))
+    """
+
+    reason_field = "finish_reason"
+    clean_stops = frozenset({"stop", "end_turn", "stop_sequence", "STOP"})
+
+    def __init__(self, model: Any, *, asynchronous: bool = False, **options: Any) -> None:
+        if not callable(getattr(model, "invoke", None)):
+            raise ValidationError("model must be a LangChain chat model (with invoke)",
+                                  {"field": "model"})
+        super().__init__(model, model=_model_name(model) or type(model).__name__, **options)
+        self.is_async = asynchronous
+
+    def _request(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
+        return {"input": [SystemMessage(system), HumanMessage(user)], "max_tokens": max_tokens}
+
+    def _send(self, kwargs: dict[str, Any]) -> Any:
+        call = self.client.ainvoke if self.is_async else self.client.invoke
+        return call(**kwargs)
+
+    def _reply(self, response: Any) -> tuple[str, str | None]:
+        metadata = getattr(response, "response_metadata", None) or {}
+        stop = metadata.get("finish_reason", metadata.get("stop_reason"))
+        text = getattr(response, "text", "")
+        return (text() if callable(text) else str(text or "")), stop
 
 
 def _model_name(model: Any) -> str | None:

@@ -33,7 +33,7 @@ from .._requires import require
 
 require("pydantic_ai", "pydantic-ai")
 
-from pydantic_ai import RunContext  # noqa: E402
+from pydantic_ai import RunContext, direct  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     CompactionPart,
@@ -51,13 +51,17 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models import ModelRequestContext  # noqa: E402
 from pydantic_ai.tools import ToolDefinition  # noqa: E402
 
+from cutctx import ValidationError  # noqa: E402
+
 from .._format import server_held  # noqa: E402
+from .._summarizer import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
 from ._hooks import HookSessions, traced  # noqa: E402
 
-__all__ = ["CompactionCapability", "HistoryCompactor", "compacting_history_processor"]
+__all__ = ["CompactionCapability", "HistoryCompactor", "ModelSummarizer",
+           "compacting_history_processor"]
 
 _SERVER_COMPACTION = ("openai_context_management", "anthropic_context_management")
 """Model settings that turn a provider's own compaction on."""
@@ -329,3 +333,39 @@ def _message_with(message: ModelMessage, parts: Sequence[tuple[int | None, Any]]
                   for position, part in enumerate(message.parts)
                   if position in new or position not in counted]
     return dataclasses.replace(message, parts=kept_parts)
+
+
+class ModelSummarizer(ProviderSummarizer):
+    """Summaries through a pydantic-ai model (the agent's own, or a cheaper one; a ``Model``
+    or a name such as ``"openai:gpt-4o-mini"``), with cutctx's prompts, planned, bounded and
+    checked as the provider summarizers' are: the reply is bounded by ``max_tokens`` and used
+    only if its ``finish_reason`` is ``stop``; ``asynchronous=True`` awaits the request.
+
+        CompactionCapability(window=64_000, summarizer=ModelSummarizer(model))
+    """
+
+    reason_field = "finish_reason"
+    clean_stops = frozenset({"stop"})
+
+    def __init__(self, model: Any, *, asynchronous: bool = False, **options: Any) -> None:
+        if not isinstance(model, str) and not callable(getattr(model, "request", None)):
+            raise ValidationError("model must be a pydantic-ai Model or a model name",
+                                  {"field": "model"})
+        name = model if isinstance(model, str) else getattr(model, "model_name", None)
+        super().__init__(model, model=name or type(model).__name__, **options)
+        self.is_async = asynchronous
+
+    def _request(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
+        return {"messages": [ModelRequest(parts=[SystemPromptPart(system),
+                                                 UserPromptPart(user)])],
+                "model_settings": {"max_tokens": max_tokens}}
+
+    def _send(self, kwargs: dict[str, Any]) -> Any:
+        if self.is_async:
+            return direct.model_request(self.client, **kwargs)
+        return direct.model_request_sync(self.client, **kwargs)
+
+    def _reply(self, response: Any) -> tuple[str, str | None]:
+        return str(getattr(response, "text", "") or ""), getattr(response, "finish_reason",
+                                                                   None)
+
