@@ -4,7 +4,7 @@ A policy ``decide``s a ``CompactionPlan``; the caller fulfils its summarization 
 ``CompactionExecutor`` applies it. Standard library only: no I/O, clock, randomness or logging.
 """
 
-from ._clipping import clip_text, plan_clip
+from ._clipping import Atom, Clip, atoms_of, clip_text, plan_clip
 from ._digest import DIGEST_STYLES
 from ._references import GIVE_WAY_ORDERS
 from ._replaced import (
@@ -25,6 +25,7 @@ from ._replaced import (
     original_figures,
     replaced_metadata,
     replaced_text,
+    text_sha256,
 )
 from .errors import (
     BudgetUnsatisfiable,
@@ -34,7 +35,7 @@ from .errors import (
     ValidationError,
 )
 from .estimator import CharRatioEstimator, TokenEstimator
-from .executor import CompactionExecutor
+from .executor import CompactionExecutor, replaced_turn
 from .policies import (
     DEFAULT_PLACEHOLDER,
     GROUP_ID_PREFIX,
@@ -91,8 +92,10 @@ __all__ = [
     "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
+    "Atom",
     "BudgetUnsatisfiable",
     "CharRatioEstimator",
+    "Clip",
     "CompactedTranscript",
     "CompactionBudget",
     "CompactionError",
@@ -121,6 +124,7 @@ __all__ = [
     "UserLastDropPolicy",
     "ValidationError",
     "__version__",
+    "atoms_of",
     "clip_text",
     "default_chain",
     "excerpt_of",
@@ -131,4 +135,6 @@ __all__ = [
     "plan_clip",
     "replaced_metadata",
     "replaced_text",
+    "replaced_turn",
+    "text_sha256",
 ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from cutctx import (
     Action,
     BudgetUnsatisfiable,
+    Clip,
     CompactionBudget,
     CompactionPlan,
     CompactionPolicy,
@@ -26,12 +27,12 @@ from cutctx import (
     Transcript,
     TranscriptTurn,
     TurnAction,
+    atoms_of,
     is_final,
     plan_clip,
+    replaced_turn,
+    text_sha256,
 )
-from cutctx._clipping import Clip, atoms_of
-from cutctx._replaced import text_sha256
-from cutctx.executor import replaced_turn
 
 __all__ = ["Fitted", "decide_fitting", "refusal"]
 
