@@ -187,8 +187,7 @@ class ChatModelSummarizer(ProviderSummarizer):
     def _reply(self, response: Any) -> tuple[str, str | None]:
         metadata = getattr(response, "response_metadata", None) or {}
         stop = metadata.get("finish_reason", metadata.get("stop_reason"))
-        text = getattr(response, "text", "")
-        return (text() if callable(text) else str(text or "")), stop
+        return str(getattr(response, "text", "") or ""), stop
 
 
 def _model_name(model: Any) -> str | None:
