@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ._canonical import sha256_text
 from ._digest import Lines, choose, lines_of
+from ._replaced import replaced_text
 from .estimator import TokenEstimator
 from .types import Action, Excerpt, TurnReplacement
 
@@ -254,8 +255,6 @@ def _around_cut_parts(content: str, start: int, end: int, atoms: tuple[Atom, ...
 
 
 def _render(content: str, excerpt: Excerpt, marker: str) -> str:
-    from ._replaced import replaced_text
-
     return replaced_text(Action.CLIP, content, TurnReplacement._checked(marker, 0, excerpt))
 
 
@@ -280,9 +279,9 @@ def _outside_atoms(start: int, end: int, atoms: tuple[Atom, ...]) -> tuple[int, 
 
 
 def clip_text(content: str, token_estimate: int, max_tokens: int, estimator: TokenEstimator,
-              **options: object) -> tuple[str, int] | None:
+              *, subject: str = "tool result") -> tuple[str, int] | None:
     """``plan_clip``'s text and estimate, written out (None when no clip fits)."""
-    clip = plan_clip(content, token_estimate, max_tokens, estimator, **options)  # type: ignore[arg-type]
+    clip = plan_clip(content, token_estimate, max_tokens, estimator, subject=subject)
     if clip is None:
         return None
     return _render(content, clip.excerpt, clip.marker), clip.token_estimate

@@ -26,7 +26,7 @@ from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.session import CompactionSession, Prepared
-from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run
+from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run, send
 
 CHARS = CharRatioEstimator()
 FORMATS: dict[str, tuple[HistoryFormat, Callable[[int, int], AgentRun], Any]] = {
@@ -47,14 +47,6 @@ def _compact(module: Any, run: AgentRun, items: list[dict[str, Any]], budget: in
         {"instructions": run.side} if module is responses else {"system": run.side})
     return module.compact(items, model="gpt-4o", budget=budget, estimator=CHARS,  # type: ignore[no-any-return]
                           **side, **options)
-
-
-def _send(session: CompactionSession, fmt: HistoryFormat, run: AgentRun,
-          items: list[dict[str, Any]]) -> Prepared:
-    request: dict[str, Any] = {"model": "gpt-4o", fmt.list_key: items}
-    if fmt.side_key is not None:
-        request[fmt.side_key] = run.side
-    return session.prepare(request)
 
 
 def _body(prepared: Prepared) -> str:
@@ -122,14 +114,14 @@ def test_sessions_retry_identically_and_are_never_less_fitting_than_compact(
     live = session()
     for items in run.calls():
         try:
-            first = _send(live, fmt, run, items)
+            first = send(live, fmt, run, items)
         except Exception as refused:
             assert type(refused).__name__ == "BudgetUnsatisfiable"
             continue
-        again = _send(live, fmt, run, items)
+        again = send(live, fmt, run, items)
         assert _body(again) == _body(first), "a retry sends what the first try sent"
         if first.report.budget_unmet:
             stateless = _compact(module, run, items, first.report.prompt_budget or window)
             assert stateless.budget_unmet, "compact fits where the session did not"
-    fresh = _send(session(), fmt, run, run.calls()[-1])
-    assert _body(fresh) == _body(_send(live, fmt, run, run.calls()[-1]))
+    fresh = send(session(), fmt, run, run.calls()[-1])
+    assert _body(fresh) == _body(send(live, fmt, run, run.calls()[-1]))

@@ -34,7 +34,7 @@ from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.session import CompactionSession, Prepared
 from cutctx_adapters.tiktoken import TiktokenEstimator
-from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run
+from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run, send
 
 WINDOW = 6_000
 _HASH = re.compile(r"sha256:([0-9a-f]{64})")
@@ -83,14 +83,6 @@ def estimator(request: pytest.FixtureRequest) -> TokenEstimator:
         return CharRatioEstimator()
     request.getfixturevalue("tiktoken_cache")
     return TiktokenEstimator(encoding="o200k_base")
-
-
-def send(session: CompactionSession, fmt: HistoryFormat, run: AgentRun,
-         items: list[dict[str, Any]]) -> Prepared:
-    request: dict[str, Any] = {"model": "gpt-4o", fmt.list_key: items}
-    if fmt.side_key is not None:
-        request[fmt.side_key] = run.side
-    return session.prepare(request)
 
 
 def body(prepared: Prepared) -> str:

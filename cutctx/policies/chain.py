@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._planning import build_plan, keep_all
-from .._replaced import REFERS_TO_KEY, is_final, original_figures, source_ranges
+from .._replaced import REFERS_TO_KEY, is_final, source_ranges
 from .._structure import Structure
 from ..errors import BudgetUnsatisfiable, ValidationError
 from ..executor import replaced_turn
@@ -24,12 +24,15 @@ from ..types import (
     TurnReplacement,
 )
 from .drop_oldest import DropOldestPolicy
-from .masking import DEFAULT_PLACEHOLDER, ObservationMaskingPolicy
+from .masking import ObservationMaskingPolicy
 from .summarizing import SummarizingPolicy
+from .tool_masking import ToolResultMaskingPolicy
 
 __all__ = ["PolicyChain", "default_chain"]
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+_PLAIN_MASK = ToolResultMaskingPolicy(0)
+"""Writes the stub a deduplicated turn falls back to (no digest: its own text is a pointer)."""
 
 
 @dataclass(slots=True)
@@ -129,8 +132,7 @@ class _Decisions:
                 continue
             if target in kept:
                 continue
-            tokens, sha = original_figures(turn, quoted=False)
-            stub = f"{DEFAULT_PLACEHOLDER} (original: {tokens} tokens, sha256:{sha})"
+            stub = _PLAIN_MASK.stub_for(turn)
             # A mask stub is shorter than the pointer it replaces: its estimate bounds it.
             self.actions[position] = TurnAction._trusted(
                 turn.turn_id, Action.MASK, replacement=TurnReplacement._checked(stub, estimate))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AgentRun", "anthropic_run", "chat_run", "responses_run", "words"]
+__all__ = ["AgentRun", "anthropic_run", "chat_run", "responses_run", "send", "words"]
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
           "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
@@ -130,3 +130,11 @@ def _before(items: Sequence[dict[str, Any]], made_by_model: Callable[[dict[str, 
             continue
         out.append(list(items[:index]))
     return [request for request in out if request]
+
+
+def send(session: Any, fmt: Any, run: AgentRun, items: list[dict[str, Any]]) -> Any:
+    """``session.prepare`` of the request holding ``items`` (and the run's side value)."""
+    request: dict[str, Any] = {"model": "gpt-4o", fmt.list_key: items}
+    if fmt.side_key is not None:
+        request[fmt.side_key] = run.side
+    return session.prepare(request)

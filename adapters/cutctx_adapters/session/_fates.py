@@ -19,6 +19,8 @@ __all__ = ["FATES", "TurnFates", "fates_of", "summary_members"]
 FATES = ("kept", "masked", "clipped", "deduplicated", "summarized", "dropped")
 """The six fates, as ``TurnFates`` names them."""
 
+_REPLACED = frozenset({"masked", "clipped", "deduplicated"})
+
 Members = Mapping[str, tuple[str, ...]]
 """A summary turn's id -> the ids of the history's turns it stands for."""
 
@@ -67,9 +69,8 @@ def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
     for turn in history:
         turn_id = turn.turn_id
         if turn_id in in_view:
-            kind = in_view[turn_id]
-            lists[{"masked": "masked", "clipped": "clipped",
-                   "deduplicated": "deduplicated"}.get(kind or "", "kept")].append(turn_id)
+            kind = in_view[turn_id]  # a replaced turn's kind names its fate; a summary has none
+            lists[kind if kind in _REPLACED else "kept"].append(turn_id)
         elif turn_id in summarized:
             lists["summarized"].append(turn_id)
         else:
