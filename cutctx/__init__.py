@@ -27,6 +27,15 @@ from ._replaced import (
     replaced_text,
     text_sha256,
 )
+from .actions import (
+    REPLACEMENT_KINDS,
+    REPLACING_ACTIONS,
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    SummarizationRequest,
+    TurnAction,
+    TurnReplacement,
+)
 from .errors import (
     BudgetUnsatisfiable,
     CompactionError,
@@ -36,6 +45,7 @@ from .errors import (
 )
 from .estimator import CharRatioEstimator, TokenEstimator
 from .executor import CompactionExecutor, replaced_turn
+from .plan import CompactionPlan, CompactionPolicy
 from .policies import (
     DEFAULT_PLACEHOLDER,
     GROUP_ID_PREFIX,
@@ -51,24 +61,8 @@ from .policies import (
     UserLastDropPolicy,
     default_chain,
 )
-from .types import (
-    EMPTY_METADATA,
-    REPLACEMENT_KINDS,
-    REPLACING_ACTIONS,
-    SUMMARY_TURN_ID_PREFIX,
-    Action,
-    CompactedTranscript,
-    CompactionBudget,
-    CompactionPlan,
-    CompactionPolicy,
-    CompactionReport,
-    Role,
-    SummarizationRequest,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-    TurnReplacement,
-)
+from .report import CompactedTranscript, CompactionReport
+from .transcript import EMPTY_METADATA, CompactionBudget, Role, Transcript, TranscriptTurn
 
 __version__ = "0.2.0"
 

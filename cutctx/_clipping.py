@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from ._canonical import sha256_text
 from ._digest import Lines, choose, lines_of
 from ._replaced import replaced_text
+from .actions import Action, Excerpt, TurnReplacement
 from .estimator import TokenEstimator
-from .types import Action, Excerpt, TurnReplacement
 
 __all__ = ["HEAD_SHARE", "TEXT_SHARE", "Atom", "Clip", "atoms_of", "clip_marker", "clip_text",
            "plan_clip"]

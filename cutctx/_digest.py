@@ -14,8 +14,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from .actions import Excerpt
 from .estimator import TokenEstimator
-from .types import Excerpt
 
 __all__ = ["DIGEST_STYLES", "LINE_CHARS", "Lines", "choose", "digest", "digest_ranges",
            "identifier_ranges", "identifiers", "lines_of"]

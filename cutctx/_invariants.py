@@ -7,25 +7,41 @@ in the contract's order and a violation names the rule, with ids (never content)
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ._structure import Structure, require_satisfiable, turn_id_set
-from .errors import ValidationError
-from .types import (
+from .actions import (
     REPLACING_ACTIONS,
     SUMMARY_TURN_ID_PREFIX,
     Action,
-    CompactionBudget,
-    Role,
     SummarizationRequest,
-    Transcript,
     TurnAction,
 )
+from .errors import ValidationError
+from .transcript import CompactionBudget, Role, Transcript
 
-if TYPE_CHECKING:
-    from .types import CompactionPlan
+__all__ = ["PlanFields", "validate_plan"]
 
-__all__ = ["validate_plan"]
+
+class PlanFields(Protocol):
+    """What the invariants read of a plan: its actions, requests, figures and verdict."""
+
+    @property
+    def actions(self) -> tuple[TurnAction, ...]: ...
+    @property
+    def summarization_requests(self) -> tuple[SummarizationRequest, ...]: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after_estimate(self) -> int: ...
+    @property
+    def policy_name(self) -> str: ...
+    @property
+    def policy_version(self) -> str: ...
+    @property
+    def estimator_ratio(self) -> float | None: ...
+    @property
+    def budget_unmet(self) -> bool: ...
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
 
@@ -34,7 +50,7 @@ def _fail(rule: str, message: str, **details: object) -> ValidationError:
     return ValidationError(f"invariant {rule}: {message}", {"rule": rule, **details})
 
 
-def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget) -> None:
+def validate_plan(plan: PlanFields, transcript: Transcript, budget: CompactionBudget) -> None:
     """Check invariants 0–6 of the contract, in order."""
     if not isinstance(transcript, Transcript) or not isinstance(budget, CompactionBudget):
         raise ValidationError("a plan needs the Transcript and CompactionBudget it was made for")
@@ -48,7 +64,7 @@ def validate_plan(plan: CompactionPlan, transcript: Transcript, budget: Compacti
 
 
 def check_rule_by_rule(
-    plan: CompactionPlan, transcript: Transcript, budget: CompactionBudget, structure: Structure
+    plan: PlanFields, transcript: Transcript, budget: CompactionBudget, structure: Structure
 ) -> None:
     """The item types, then invariants 0-6 one at a time: raises for the first one broken."""
     _check_items(plan)
@@ -66,7 +82,7 @@ def check_rule_by_rule(
 
 
 def _passes_all(
-    plan: CompactionPlan, transcript: Transcript, structure: Structure, budget: CompactionBudget
+    plan: PlanFields, transcript: Transcript, structure: Structure, budget: CompactionBudget
 ) -> bool:
     """Whether the plan keeps rules 1-6, decided in one pass over the turns.
 
@@ -108,7 +124,7 @@ def _passes_all(
             and plan.budget_unmet == (after > budget.max_tokens))
 
 
-def _clipped_savings(plan: CompactionPlan, transcript: Transcript,
+def _clipped_savings(plan: PlanFields, transcript: Transcript,
                      structure: Structure) -> int:
     """Tokens the plan's clips of untouchable (recent) turns take off them; 0 for a plan that
     keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
@@ -149,7 +165,7 @@ def _requests_match(
     return True
 
 
-def _check_fields(plan: CompactionPlan) -> None:
+def _check_fields(plan: PlanFields) -> None:
     for name in ("tokens_before", "tokens_after_estimate"):
         value = getattr(plan, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -167,7 +183,7 @@ def _check_fields(plan: CompactionPlan) -> None:
         raise ValidationError("budget_unmet must be a bool", {"field": "budget_unmet"})
 
 
-def _check_items(plan: CompactionPlan) -> None:
+def _check_items(plan: PlanFields) -> None:
     for action in plan.actions:
         if not isinstance(action, TurnAction):
             raise ValidationError("actions must be TurnAction values", {"field": "actions"})
@@ -266,7 +282,7 @@ def _check_groups(
                     group_ids=request_ids)
 
 
-def _check_arithmetic(plan: CompactionPlan, transcript: Transcript) -> None:
+def _check_arithmetic(plan: PlanFields, transcript: Transcript) -> None:
     before = transcript.token_estimate()
     if plan.tokens_before != before:
         raise _fail("arithmetic", "tokens_before must equal the transcript total",

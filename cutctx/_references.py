@@ -12,7 +12,7 @@ import functools
 
 from ._digest import identifiers
 from ._replaced import is_result
-from .types import Transcript
+from .transcript import Transcript
 
 __all__ = ["GIVE_WAY_ORDERS", "later_references"]
 

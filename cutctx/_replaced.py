@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._canonical import sha256_of, sha256_text
-from .types import Action, Excerpt, Role, TranscriptTurn, TurnReplacement
+from .actions import Action, Excerpt, TurnReplacement
+from .transcript import Role, TranscriptTurn
 
 __all__ = [
     "ATOMS_KEY",

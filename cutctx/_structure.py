@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import BudgetUnsatisfiable, ValidationError
-from .types import CompactionBudget, Role, Transcript
+from .transcript import CompactionBudget, Role, Transcript
 
 __all__ = ["Structure", "require_satisfiable", "turn_id_set"]
 

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._replaced import KIND_KEY, replaced_metadata, replaced_text
+from .actions import Action, SummarizationRequest, TurnAction
 from .errors import PlanTranscriptMismatch, SummaryMissing, ValidationError
-from .types import (
-    Action,
-    CompactedTranscript,
-    CompactionPlan,
-    CompactionReport,
-    Role,
-    SummarizationRequest,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-)
+from .plan import CompactionPlan
+from .report import CompactedTranscript, CompactionReport
+from .transcript import Role, Transcript, TranscriptTurn
 
 __all__ = ["CompactionExecutor", "replaced_turn"]
 

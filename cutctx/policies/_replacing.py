@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .._planning import build_plan, keep_all
 from .._replaced import is_final, is_result
 from .._structure import Structure, require_satisfiable
+from ..actions import Action, TurnAction, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import CharRatioEstimator, TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Transcript, TranscriptTurn
 
 __all__ = ["Body", "chosen_estimator", "replace_tool_results", "result_positions"]
 

@@ -5,24 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._planning import build_plan, keep_all
 from .._replaced import REFERS_TO_KEY, is_final, source_ranges
 from .._structure import Structure
+from ..actions import REPLACING_ACTIONS, Action, SummarizationRequest, TurnAction, TurnReplacement
 from ..errors import BudgetUnsatisfiable, ValidationError
 from ..executor import replaced_turn
-from ..types import (
-    REPLACING_ACTIONS,
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    CompactionPolicy,
-    Role,
-    SummarizationRequest,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan, CompactionPolicy, build_plan, keep_all
+from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from .drop_oldest import DropOldestPolicy
 from .masking import ObservationMaskingPolicy
 from .summarizing import SummarizingPolicy

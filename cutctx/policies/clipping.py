@@ -8,17 +8,11 @@ from .._checks import require_int
 from .._clipping import atoms_of, plan_clip
 from .._replaced import KIND_KEY, original_figures, text_sha256
 from .._structure import require_inputs
+from ..actions import Action, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Role,
-    Transcript,
-    TranscriptTurn,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan
+from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
 
 __all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from .._replaced import CONTENT_KEY, REF_LABEL_KEY, is_final, is_result, original_figures
 from .._structure import require_inputs
+from ..actions import Action, TurnReplacement
 from ..estimator import TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Role,
-    Transcript,
-    TranscriptTurn,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan
+from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results
 
 __all__ = ["DeduplicateResultsPolicy"]

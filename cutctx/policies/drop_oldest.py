@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable
-from ..types import Action, CompactionBudget, CompactionPlan, Transcript, TurnAction
+from ..actions import Action, TurnAction
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Transcript
 
 __all__ = ["DropOldestPolicy"]
 

@@ -13,20 +13,12 @@ undone, and summaries stand.
 from __future__ import annotations
 
 from .._clipping import Clip, atoms_of, plan_clip
-from .._planning import build_plan
 from .._replaced import is_final, text_sha256
 from .._structure import Structure
+from ..actions import Action, TurnAction
 from ..estimator import TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    CompactionPolicy,
-    Role,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-)
+from ..plan import CompactionPlan, CompactionPolicy, build_plan
+from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from .clipping import ToolResultClipPolicy
 
 __all__ = ["FillingPolicy"]

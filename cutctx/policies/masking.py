@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from .._canonical import sha256_of
 from .._checks import require_int, require_text
-from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable
+from ..actions import Action, TurnAction, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import CharRatioEstimator, TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Role,
-    Transcript,
-    TranscriptTurn,
-    TurnAction,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ObservationMaskingPolicy"]
 

@@ -5,19 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._checks import require_int, require_ratio, require_text
-from .._planning import build_plan, keep_all
 from .._replaced import is_person
 from .._structure import Structure, require_satisfiable, turn_id_set
+from ..actions import SUMMARY_TURN_ID_PREFIX, Action, SummarizationRequest, TurnAction
 from ..errors import ValidationError
-from ..types import (
-    SUMMARY_TURN_ID_PREFIX,
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    SummarizationRequest,
-    Transcript,
-    TurnAction,
-)
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Transcript
 from .summarizing import group_id_for, summary_spans
 
 __all__ = ["SpanSummarizingPolicy"]

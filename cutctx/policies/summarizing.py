@@ -6,17 +6,10 @@ from collections.abc import Callable
 
 from .._canonical import sha256_of
 from .._checks import require_int, require_ratio, require_text
-from .._planning import build_plan, keep_all
 from .._structure import Structure, require_satisfiable, turn_id_set
-from ..types import (
-    SUMMARY_TURN_ID_PREFIX,
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    SummarizationRequest,
-    Transcript,
-    TurnAction,
-)
+from ..actions import SUMMARY_TURN_ID_PREFIX, Action, SummarizationRequest, TurnAction
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Transcript
 
 __all__ = ["GROUP_ID_PREFIX", "SummarizingPolicy", "group_id_for", "summary_spans"]
 

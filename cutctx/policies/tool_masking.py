@@ -6,16 +6,11 @@ from .._checks import require_int, require_text
 from .._digest import DIGEST_STYLES, digest_ranges, identifier_ranges
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import KIND_KEY, original_figures, replaced_text
+from ..actions import Action, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
-from ..types import (
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Transcript,
-    TranscriptTurn,
-    TurnReplacement,
-)
+from ..plan import CompactionPlan
+from ..transcript import CompactionBudget, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
 from .masking import DEFAULT_PLACEHOLDER
 

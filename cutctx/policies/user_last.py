@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from .._planning import build_plan, keep_all
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import is_person, is_result
 from .._structure import Structure, require_satisfiable
+from ..actions import SUMMARY_TURN_ID_PREFIX, Action, TurnAction
 from ..errors import ValidationError
-from ..types import (
-    SUMMARY_TURN_ID_PREFIX,
-    Action,
-    CompactionBudget,
-    CompactionPlan,
-    Transcript,
-    TurnAction,
-)
+from ..plan import CompactionPlan, build_plan, keep_all
+from ..transcript import CompactionBudget, Transcript
 
 __all__ = ["UserLastDropPolicy"]
 
