@@ -85,7 +85,7 @@ def child(code: str, *args: str) -> Run:
 
 LIBRARY_COMPACT = f"""
 import json, sys
-from cutctx_adapters._estimators import estimator_for
+from cutctx_adapters.counting._estimators import estimator_for
 from cutctx_adapters.cli._offline import OfflineSummarizer
 from cutctx_adapters.openai import chat
 history = json.loads(open(sys.argv[1], encoding="utf-8").read())
@@ -222,8 +222,8 @@ class _Slow:
     """The CLI's offline summarizer, as slow as a (fast) model call; counts its calls."""
 
     def __init__(self, latency: float) -> None:
-        from cutctx_adapters._estimators import estimator_for
         from cutctx_adapters.cli._offline import OfflineSummarizer
+        from cutctx_adapters.counting._estimators import estimator_for
 
         self.inner = OfflineSummarizer(estimator_for(MODEL))
         self.latency = latency

@@ -65,7 +65,7 @@ def test_calibration_must_be_a_positive_number(factor: object) -> None:
 
 
 def test_default_estimator_is_o200k_times_calibration(tiktoken_cache: object) -> None:
-    from cutctx_adapters._estimators import estimator_for
+    from cutctx_adapters.counting._estimators import estimator_for
 
     text = "def search(query: str) -> list[Book]:\n    return []\n"
     raw = estimator_for(None).estimate_tokens(text)

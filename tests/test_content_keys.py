@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cutctx_adapters._canonical_key import content_bytes, content_key
+from cutctx_adapters.history._keys import content_bytes, content_key
 
 from .test_engine_properties import PROPERTY_SETTINGS
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
 from cutctx_adapters import CompactionResult
-from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession, Prepared
 from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run, send
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cutctx_adapters._grown import GrownList, GrownMap
+from cutctx_adapters.history._grown import GrownList, GrownMap
 
 steps = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 30),
                            st.lists(st.integers(0, 5), max_size=4)), max_size=25)

@@ -34,8 +34,8 @@ from cutctx._digest import digest, identifier_ranges
 from cutctx._references import later_references
 from cutctx._replaced import KIND_KEY, is_person, is_result
 from cutctx_adapters import CompactionSession
-from cutctx_adapters._observations import output_shape
 from cutctx_adapters.anthropic import messages as anthropic_messages
+from cutctx_adapters.history._observations import output_shape
 from cutctx_adapters.openai import CompactingOpenAI, chat, responses
 
 from ._support.long_histories import LONG_HISTORIES

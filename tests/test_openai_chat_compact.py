@@ -21,8 +21,8 @@ from cutctx import (
     ValidationError,
 )
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult, SummarizationFailed
-from cutctx_adapters._policy import choose_policy
 from cutctx_adapters.openai import chat
+from cutctx_adapters.planning._policy import choose_policy
 from tests._support.plain import dicts
 
 from . import chat_rules

@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
-from cutctx_adapters._conversion import to_plain
-from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
+from cutctx_adapters.history._conversion import to_plain
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession
 from cutctx_adapters.session._alike import sent_alike
 from cutctx_adapters.stores import MemoryStore

@@ -29,9 +29,9 @@ from cutctx import (
     ValidationError,
 )
 from cutctx._canonical import sha256_text
-from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession, Prepared
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run, send

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cutctx_adapters._windows import (
+from cutctx_adapters.counting._windows import (
     CONTEXT_WINDOWS,
     INPUT_LIMITS,
     context_window,

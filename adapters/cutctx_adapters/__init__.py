@@ -9,8 +9,6 @@ Provider subpackages import their SDK lazily: ``cutctx_adapters.openai`` needs
 sessions share across threads, processes and machines are in ``cutctx_adapters.stores``.
 """
 
-from ._format import HistoryFormat
-from ._pipeline import CompactionResult
 from .errors import (
     StoreTimeout,
     StoreUnavailable,
@@ -19,6 +17,8 @@ from .errors import (
     TokenizerUnavailable,
 )
 from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
+from .planning._format import HistoryFormat
+from .planning._pipeline import CompactionResult
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 from .session import CallReport, CompactionSession, Prepared
 from .settings import CompactionSettings

@@ -19,8 +19,8 @@ from cutctx import (
     ValidationError,
 )
 
-from ._canonical_key import span_key
 from .errors import SummarizationFailed, SummaryRejected
+from .history._keys import span_key
 
 __all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
            "span_key"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 
-from ._conversion import TOOL_NAME_KEY
+from .history._conversion import TOOL_NAME_KEY
 
 __all__ = [
     "DEFAULT_PROMPTS",

@@ -23,12 +23,18 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, ValidationError
 
-from ._conversion import PinSpec
-from ._estimators import chosen_estimator
-from ._observations import ObservationRule
-from ._policy import DEFAULT_DIGEST_TOKENS, DigestStyle, GiveWay, OnSummaryError, PolicyOptions
-from ._windows import prompt_budget
+from .counting._estimators import chosen_estimator
+from .counting._windows import prompt_budget
 from .fulfil import AnySummarizer
+from .history._conversion import PinSpec
+from .history._observations import ObservationRule
+from .planning._policy import (
+    DEFAULT_DIGEST_TOKENS,
+    DigestStyle,
+    GiveWay,
+    OnSummaryError,
+    PolicyOptions,
+)
 from .stores import Store
 
 if TYPE_CHECKING:

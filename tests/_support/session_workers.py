@@ -20,9 +20,9 @@ from types import TracebackType
 from typing import Any
 
 from cutctx import CharRatioEstimator, SummarizationRequest, TranscriptTurn
-from cutctx_adapters._format import HistoryFormat
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession, Prepared
 from cutctx_adapters.stores import Store
 from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run

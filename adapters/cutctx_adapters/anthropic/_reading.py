@@ -9,7 +9,7 @@ from typing import Any
 
 from cutctx import Role, TokenEstimator
 
-from .._conversion import (
+from ..history._conversion import (
     BOUNDARY_KIND,
     Conversion,
     CountText,
@@ -23,7 +23,7 @@ from .._conversion import (
     plain_tools,
     to_plain,
 )
-from .._format import given
+from ..planning._format import given
 from ._codec import (
     _ASSISTANT_ONLY,
     _FINAL_TURN,

@@ -54,8 +54,8 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
-from .._estimators import check_model, chosen_estimator
-from .._images import Base64Bytes, image_size
+from ..counting._estimators import check_model, chosen_estimator
+from ..counting._images import Base64Bytes, image_size
 
 __all__ = [
     "CALIBRATION",

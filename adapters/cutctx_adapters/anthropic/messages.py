@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Action, CompactionBudget, Role, TokenEstimator, ValidationError
 
-from .._conversion import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
-from .._estimators import estimator_for
-from .._format import (
+from ..counting._estimators import estimator_for
+from ..fulfil import SummaryCache
+from ..history._conversion import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
+from ..planning._format import (
     HistoryFormat,
     deferral,
     deferred_budget,
@@ -49,9 +50,8 @@ from .._format import (
     reply_allowance,
     server_held,
 )
-from .._pipeline import Job, arun, resolve_budget, run, start
-from .._results import FormatResult, narrowed
-from ..fulfil import SummaryCache
+from ..planning._pipeline import Job, arun, resolve_budget, run, start
+from ..planning._results import FormatResult, narrowed
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._codec import (
     DEFAULT_MODEL,

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from cutctx import BudgetUnsatisfiable, CompactionExecutor, CompactionPolicy, DropOldestPolicy
 
-from .._pipeline import CompactionResult, Job
 from ..fulfil import Summarizer
+from ..planning._pipeline import CompactionResult, Job
 from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model

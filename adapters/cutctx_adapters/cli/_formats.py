@@ -16,9 +16,9 @@ from typing import Any
 
 from cutctx import CompactionPolicy, TokenEstimator
 
-from .._estimators import estimator_for
-from .._pipeline import CompactionResult, Job
+from ..counting._estimators import estimator_for
 from ..fulfil import Summarizer
+from ..planning._pipeline import CompactionResult, Job
 from ._errors import CliError
 
 __all__ = ["FORMATS", "Format", "format_named"]

@@ -15,13 +15,13 @@ from typing import Any
 
 from cutctx import TokenEstimator
 
-from .._conversion import SUMMARY_HEADER
-from .._estimators import estimator_for
-from .._format import HistoryFormat
 from ..anthropic._tokens import CalibratedEstimator, calibration_for
+from ..counting._estimators import estimator_for
+from ..history._conversion import SUMMARY_HEADER
+from ..planning._format import HistoryFormat
+from ..reports import Decision
 from ..session import CallReport, CompactionSession
-from ..session._observe import observed, tell
-from ..session._reports import Decision
+from ..session._telemetry import observed, tell
 from ..settings import CompactionSettings, SettingsKeywords
 
 __all__ = ["HookSessions", "is_claude", "item_shape", "kept_positions", "traced", "unchanged"]

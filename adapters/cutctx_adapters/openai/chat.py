@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import CompactionBudget, Role, TokenEstimator
 
-from .._conversion import (
+from ..counting._estimators import chosen_estimator
+from ..fulfil import SummaryCache
+from ..history._conversion import (
     SUMMARY_HEADER,
     Conversion,
     Growing,
@@ -32,11 +34,9 @@ from .._conversion import (
     plain_tools,
     to_plain,
 )
-from .._estimators import chosen_estimator
-from .._format import HistoryFormat, given, reply_allowance
-from .._pipeline import Job, arun, resolve_budget, run, start
-from .._results import FormatResult, narrowed
-from ..fulfil import SummaryCache
+from ..planning._format import HistoryFormat, given, reply_allowance
+from ..planning._pipeline import Job, arun, resolve_budget, run, start
+from ..planning._results import FormatResult, narrowed
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 

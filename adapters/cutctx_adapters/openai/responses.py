@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
 from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
 
-from .._conversion import (
+from ..counting._estimators import chosen_estimator
+from ..fulfil import SummaryCache
+from ..history._conversion import (
     BOUNDARY_KIND,
     SUMMARY_HEADER,
     Conversion,
@@ -35,8 +37,7 @@ from .._conversion import (
     plain_tools,
     to_plain,
 )
-from .._estimators import chosen_estimator
-from .._format import (
+from ..planning._format import (
     HistoryFormat,
     deferral,
     deferred_budget,
@@ -44,9 +45,8 @@ from .._format import (
     reply_allowance,
     server_held,
 )
-from .._pipeline import Job, arun, resolve_budget, run, start
-from .._results import FormatResult, narrowed
-from ..fulfil import SummaryCache
+from ..planning._pipeline import Job, arun, resolve_budget, run, start
+from ..planning._results import FormatResult, narrowed
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (

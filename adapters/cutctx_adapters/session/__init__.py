@@ -1,6 +1,6 @@
 """Sticky compaction sessions: the same view for the same history, whichever worker sees it."""
 
-from ._reports import CallReport, Decision, Prepared
+from ..reports import CallReport, Decision, Prepared
 from ._session import CompactionSession, PrefixCheck
 
 __all__ = ["CallReport", "CompactionSession", "Decision", "PrefixCheck", "Prepared"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._conversion import MAX_DEPTH
+from ..history._conversion import MAX_DEPTH
 
 __all__ = ["sent_alike"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from cutctx import Transcript, TranscriptTurn
 
-from .._conversion import KIND_KEY, Conversion, Growing, Part
-from .._grown import GrownList
+from ..history._conversion import KIND_KEY, Conversion, Growing, Part
+from ..history._grown import GrownList
 
 __all__ = ["EMPTY", "Ledger", "closed_boundaries", "positions_of", "project", "running_sums"]
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from .._conversion import MAX_DEPTH, Growing
-from .._grown import GrownList
+from ..history._conversion import MAX_DEPTH, Growing
+from ..history._grown import GrownList
 from ..settings import PrefixCheck
 from ._alike import sent_alike
 from ._known import text_size

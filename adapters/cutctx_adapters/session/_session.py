@@ -25,14 +25,16 @@ from cutctx import (
     ValidationError,
 )
 
-from .._canonical_key import content_key
-from .._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turns, to_plain
-from .._conversion import uncovered as _uncovered
-from .._estimators import check_model
-from .._format import HistoryFormat, given
-from .._grown import GrownList
-from .._observations import ObservationRule
-from .._pipeline import (
+from ..counting._estimators import check_model
+from ..counting._windows import prompt_budget
+from ..fulfil import AnySummarizer, SummaryCheck
+from ..history._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turns, to_plain
+from ..history._conversion import uncovered as _uncovered
+from ..history._grown import GrownList
+from ..history._keys import content_key
+from ..history._observations import ObservationRule
+from ..planning._format import HistoryFormat, given
+from ..planning._pipeline import (
     CompactionResult,
     Job,
     Replacement,
@@ -40,11 +42,10 @@ from .._pipeline import (
     start,
     summary_check,
 )
-from .._pipeline import arun as _arun
-from .._pipeline import run as _run
-from .._policy import DigestStyle, GiveWay, OnSummaryError, PolicyOptions
-from .._windows import prompt_budget
-from ..fulfil import AnySummarizer, SummaryCheck
+from ..planning._pipeline import arun as _arun
+from ..planning._pipeline import run as _run
+from ..planning._policy import DigestStyle, GiveWay, OnSummaryError, PolicyOptions
+from ..reports import CallReport, Decision, Prepared
 from ..settings import (
     CompactionSettings,
     PrefixCheck,
@@ -66,11 +67,10 @@ from ._ledger import (
     project,
     running_sums,
 )
-from ._observe import observed, tell
 from ._recent import Recent, RecentHistories
-from ._reports import CallReport, Decision, Prepared
 from ._settings import Setting
 from ._summaries import SharedSummaries
+from ._telemetry import observed, tell
 
 __all__ = ["CompactionSession", "PrefixCheck"]
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
 
-from .._canonical_key import span_key
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCheck
+from ..history._keys import span_key
 from ..stores import Store, aproduce_once, produce_once
-from ._observe import current
+from ._telemetry import current
 
 __all__ = ["SharedSummaries"]
 

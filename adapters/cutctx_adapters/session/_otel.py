@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .session._observe import SummaryRecord
-    from .session._reports import CallReport
+    from ..reports import CallReport
+    from ._telemetry import SummaryRecord
 
 __all__ = ["COMPACTION_SPAN", "SUMMARY_SPAN", "current_context", "record_compaction"]
 
@@ -114,7 +114,7 @@ def record_compaction(report: CallReport, start_ns: int, summaries: Sequence[Sum
     trace = _trace()
     if trace is None:
         return
-    from . import __name__ as instrumentation
+    from .. import __name__ as instrumentation
 
     tracer = trace.get_tracer(instrumentation)
     span = tracer.start_span(COMPACTION_SPAN, context=parent, start_time=start_ns,

@@ -15,9 +15,9 @@ from typing import Any, Generic, Self, TypeVar, Unpack, overload
 
 from cutctx import ValidationError
 
-from ._format import HistoryFormat
-from .session import CallReport, CompactionSession
-from .settings import CompactionSettings, ReportCallback, SettingsKeywords
+from ..planning._format import HistoryFormat
+from ..session import CallReport, CompactionSession
+from ..settings import CompactionSettings, ReportCallback, SettingsKeywords
 
 __all__ = [
     "CompactingClient",

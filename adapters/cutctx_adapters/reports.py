@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from cutctx import CompactionReport
 
-from .._pipeline import Replacement
-from .._results import short_tokens
-from ._fates import TurnFates
+from .planning._pipeline import Replacement
+from .planning._results import short_tokens
+from .session._fates import TurnFates
 
 __all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
-from ._conversion import Conversion, Growing, PinSpec
-from ._estimators import estimator_for
-from ._windows import prompt_budget
+from ..counting._estimators import estimator_for
+from ..counting._windows import prompt_budget
+from ..history._conversion import Conversion, Growing, PinSpec
 
 __all__ = ["DEFAULT_RESERVE", "HistoryFormat", "deferral", "deferred_budget", "given",
            "reply_allowance", "server_held"]

@@ -29,10 +29,10 @@ from cutctx import (
     ValidationError,
 )
 
-from ._canonical_key import content_key
+from ._bodies import atoms_entry, clipped_payload, layout, original_sha256
 from ._grown import GrownList, GrownMap
+from ._keys import content_key
 from ._observations import observation_reason
-from ._structured import atoms_entry, clipped_payload, layout, original_sha256
 
 __all__ = [
     "BOUNDARY_KIND",

@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 
 from cutctx import SummarizationRequest, TranscriptTurn
 
-from .. import _otel
+from ..reports import NOTIFIED, CallReport
 from ..settings import CompactionSettings
-from ._reports import NOTIFIED, CallReport
+from . import _otel
 
 __all__ = ["CallStats", "SummaryRecord", "current", "observed", "tell"]
 

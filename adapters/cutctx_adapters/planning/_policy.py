@@ -30,9 +30,9 @@ from cutctx import (
     ValidationError,
 )
 
-from ._conversion import Conversion
-from ._observations import ObservationRule, check_rule, marked
-from .prompts import DEFAULT_PROMPT_ID
+from ..history._conversion import Conversion
+from ..history._observations import ObservationRule, check_rule, marked
+from ..prompts import DEFAULT_PROMPT_ID
 
 __all__ = [
     "DEFAULT_DIGEST_TOKENS",

@@ -27,12 +27,12 @@ from cutctx import (
     ValidationError,
 )
 
-from ._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
+from .._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
+from ..errors import SummarizationFailed
+from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
+from ..history._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
-from ._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
-from .errors import SummarizationFailed
-from .fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
 
 __all__ = [
     "SUMMARY_SLACK",

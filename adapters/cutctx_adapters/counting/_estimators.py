@@ -12,8 +12,8 @@ import warnings
 
 from cutctx import TokenEstimator, ValidationError
 
-from ._requires import require
-from .errors import TokenizerUnavailable
+from .._requires import require
+from ..errors import TokenizerUnavailable
 
 __all__ = ["ApproximateTokensWarning", "chosen_estimator", "estimator_for", "use_when_unavailable"]
 
@@ -92,7 +92,7 @@ class CheckedEstimator:
 
 def _build(model: str | None) -> TokenEstimator:
     require("tiktoken", "tiktoken")  # an extra: said by name, imported only when counting
-    from .tiktoken import TiktokenEstimator
+    from ..tiktoken import TiktokenEstimator
 
     try:
         return TiktokenEstimator(model)
