@@ -28,6 +28,7 @@ from ._replaced import (
     text_sha256,
 )
 from .actions import (
+    REPLACEMENT_KIND,
     REPLACEMENT_KINDS,
     REPLACING_ACTIONS,
     SUMMARY_TURN_ID_PREFIX,
@@ -82,6 +83,7 @@ __all__ = [
     "ORIGINAL_TOKENS_KEY",
     "REFERS_TO_KEY",
     "REF_LABEL_KEY",
+    "REPLACEMENT_KIND",
     "REPLACEMENT_KINDS",
     "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",

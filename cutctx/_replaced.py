@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._canonical import sha256_of, sha256_text
-from .actions import Action, Excerpt, TurnReplacement
+from .actions import REPLACEMENT_KIND, Action, Excerpt, TurnReplacement
 from .transcript import Role, TranscriptTurn
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "CONTENT_KEY",
     "EXCERPT_KEY",
     "KIND_KEY",
-    "KIND_OF",
     "MARKER_KEY",
     "OBSERVATION_KEY",
     "ORIGINAL_SHA256_KEY",
@@ -67,10 +66,6 @@ OBSERVATION_KEY = "cutctx.observation"
 output back as a user message): the policies added after 0.1.0 treat it as a tool result —
 deduplicated, clipped, masked, dropped before what a person typed. The value says why
 (content-free: ``shape``, ``size``, ``rule``...); 0.1.0's policies ignore it."""
-
-KIND_OF = MappingProxyType({Action.MASK: "masked", Action.CLIP: "clipped",
-                            Action.DEDUPLICATE: "deduplicated"})
-"""The ``cutctx.kind`` a replacing action gives the turn it replaces."""
 
 
 def excerpt_of(turn: TranscriptTurn) -> Excerpt:
@@ -131,7 +126,7 @@ def replaced_metadata(turn: TranscriptTurn, action: Action,
     original's figures, carried over if the turn already stands for an original, and a
     DEDUPLICATE the turn it points to.
     """
-    kind = KIND_OF[action]
+    kind = REPLACEMENT_KIND[action]
     if action is Action.MASK:
         return MappingProxyType({**turn.metadata, KIND_KEY: kind})
     tokens, digest = original_figures(turn, quoted=False)

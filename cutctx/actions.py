@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from ._checks import require_int, require_text
 from .errors import ValidationError
 
 __all__ = [
+    "REPLACEMENT_KIND",
     "REPLACEMENT_KINDS",
     "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",
@@ -43,9 +45,11 @@ REPLACING_ACTIONS = frozenset({Action.MASK, Action.CLIP, Action.DEDUPLICATE})
 """The actions that keep a turn in place with a new body (a ``TurnReplacement``)."""
 
 
-REPLACEMENT_KINDS = ("masked", "clipped", "deduplicated")
-"""What a replaced turn is, as its ``cutctx.kind`` metadata says: the kind of each replacing
-action (MASK, CLIP, DEDUPLICATE), in that order."""
+REPLACEMENT_KIND: Mapping[Action, str] = MappingProxyType({
+    Action.MASK: "masked", Action.CLIP: "clipped", Action.DEDUPLICATE: "deduplicated"})
+"""What a replaced turn is, as its ``cutctx.kind`` metadata says, by the action that replaced it."""
+REPLACEMENT_KINDS = tuple(REPLACEMENT_KIND.values())
+"""The kinds of the replacing actions (MASK, CLIP, DEDUPLICATE), in that order."""
 
 Excerpt = tuple[tuple[int, int], ...]
 """Character ranges ``[start, end)`` of a turn's own content, ascending and not overlapping."""

@@ -3,6 +3,7 @@ plans and reports (each defined in its own module: ``transcript``, ``actions``, 
 ``report``)."""
 
 from .actions import (
+    REPLACEMENT_KIND,
     REPLACEMENT_KINDS,
     REPLACING_ACTIONS,
     SUMMARY_TURN_ID_PREFIX,
@@ -20,6 +21,7 @@ from .transcript import EMPTY_METADATA, CompactionBudget, Role, Transcript, Tran
 
 __all__ = [
     "EMPTY_METADATA",
+    "REPLACEMENT_KIND",
     "REPLACEMENT_KINDS",
     "REPLACING_ACTIONS",
     "SUMMARY_TURN_ID_PREFIX",

@@ -28,10 +28,9 @@ from cutctx_adapters import (
     afulfil,
     fulfil,
 )
-from cutctx_adapters._summary_bounds import allowed_tokens
 from cutctx_adapters.anthropic import AnthropicSummarizer, messages
 from cutctx_adapters.planning._policy import choose_policy
-from cutctx_adapters.prompts import DEFAULT_PROMPTS
+from cutctx_adapters.prompts import DEFAULT_PROMPTS, allowed_tokens
 
 BASE_URL = "https://api.anthropic.test"
 MODEL = "claude-sonnet-4-5"

@@ -13,18 +13,20 @@ from hypothesis import strategies as st
 from cutctx import CharRatioEstimator, ValidationError
 from cutctx_adapters.anthropic import _tokens as tokens
 from cutctx_adapters.anthropic._tokens import (
-    CALIBRATION,
     MESSAGE_TOKENS,
-    NEW_TOKENIZER_CALIBRATION,
     PDF_PAGE_SIZE,
     PDF_TEXT_TOKENS_PER_PAGE,
     REQUEST_TOKENS,
     TOOL_BLOCK_TOKENS,
     AnthropicTokenCounter,
-    CalibratedEstimator,
-    calibration_for,
     image_limits,
     image_tokens,
+)
+from cutctx_adapters.counting import (
+    CALIBRATION,
+    NEW_TOKENIZER_CALIBRATION,
+    CalibratedEstimator,
+    calibration_for,
     scale_to_total,
 )
 

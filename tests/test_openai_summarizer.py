@@ -27,10 +27,9 @@ from cutctx_adapters import (
     afulfil,
     fulfil,
 )
-from cutctx_adapters._summary_bounds import allowed_tokens
 from cutctx_adapters.openai import OpenAISummarizer, chat
 from cutctx_adapters.planning._policy import choose_policy
-from cutctx_adapters.prompts import DEFAULT_PROMPTS
+from cutctx_adapters.prompts import DEFAULT_PROMPTS, allowed_tokens
 from tests.chat_rules import check
 
 BASE_URL = "https://api.openai.test/v1"

@@ -26,7 +26,7 @@ from cutctx_adapters.history._conversion import to_plain
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession
-from cutctx_adapters.session._alike import sent_alike
+from cutctx_adapters.session._recent import sent_alike
 from cutctx_adapters.stores import MemoryStore
 from tests._support.session_workers import Replay, SpanLog
 

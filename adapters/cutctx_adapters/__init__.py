@@ -17,8 +17,7 @@ from .errors import (
     TokenizerUnavailable,
 )
 from .fulfil import AnySummarizer, AsyncSummarizer, Summarizer, afulfil, fulfil
-from .planning._format import HistoryFormat
-from .planning._pipeline import CompactionResult
+from .planning import CompactionResult, HistoryFormat
 from .prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
 from .session import CallReport, CompactionSession, Prepared
 from .settings import CompactionSettings

@@ -20,7 +20,7 @@ from cutctx import (
 )
 
 from .errors import SummarizationFailed, SummaryRejected
-from .history._keys import span_key
+from .history import span_key
 
 __all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
            "span_key"]

@@ -1,8 +1,10 @@
-"""Summary prompts, by id, and the span rendered as delimited data for them.
+"""Summary prompts, by id, the span rendered as delimited data for them, and a summary's length.
 
 A plan names a prompt by id (``SummarizationRequest.prompt_id``), never by text; provider
 summarizers look the id up here. The span goes to the model as quoted data inside a boundary
 derived from its content, so text in the history cannot pose as instructions or close the block.
+A summarizer is asked for at most ``allowed_tokens(target)`` and a longer reply is refused: model
+replies do not stop on an exact count, so both leave the same headroom.
 """
 
 from __future__ import annotations
@@ -14,20 +16,38 @@ from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 
-from .history._conversion import TOOL_NAME_KEY
+from .history import TOOL_NAME_KEY
 
 __all__ = [
     "DEFAULT_PROMPTS",
     "DEFAULT_PROMPT_ID",
+    "SUMMARY_SLACK",
+    "SUMMARY_TOLERANCE",
     "TOOL_NAME_KEY",
     "PromptRegistry",
     "SummaryPrompt",
+    "allowed_tokens",
     "render_span",
 ]
 
 DEFAULT_PROMPT_ID = "cutctx/summary@2"
 """The prompt the adapters ask for by default. ``cutctx/summary@1`` stays registered: a plan that
 names it (a stored plan, a caller's policy) still finds the text it was made with."""
+
+
+SUMMARY_TOLERANCE = 0.25
+"""A summary may exceed its planned ``target_tokens`` by this share (plus ``SUMMARY_SLACK``)."""
+SUMMARY_SLACK = 16
+"""Tokens a summary may exceed its allowance by whatever its target (short targets need it)."""
+
+
+def allowed_tokens(target_tokens: int) -> int:
+    """The most tokens a summary planned at ``target_tokens`` may have.
+
+    >>> allowed_tokens(400)
+    516
+    """
+    return int(max(1, target_tokens) * (1 + SUMMARY_TOLERANCE)) + SUMMARY_SLACK
 
 
 @dataclass(frozen=True, slots=True)

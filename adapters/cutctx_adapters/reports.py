@@ -5,13 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from cutctx import CompactionReport
+from cutctx import REPLACEMENT_KINDS, CompactionReport
 
-from .planning._pipeline import Replacement
-from .planning._results import short_tokens
-from .session._fates import TurnFates
+from .planning import Replacement, short_tokens
 
-__all__ = ["NOTIFIED", "CallReport", "Decision", "Prepared"]
+__all__ = [
+    "FATES",
+    "NOTIFIED",
+    "CallReport",
+    "Decision",
+    "Prepared",
+    "SummaryRecord",
+    "TurnFates",
+]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "deferred",
                    "not_possible"]
@@ -22,6 +28,50 @@ the model's own limit (``deferred``: less what its latest compaction covers); or
 be done here (``not_possible``: a server-held history)."""
 NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
 """Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
+
+
+FATES = ("kept", *REPLACEMENT_KINDS, "summarized", "dropped")
+"""The six fates, as ``TurnFates`` names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFates:
+    """Every turn of a history in exactly one of six lists, in history order."""
+
+    kept: tuple[str, ...] = ()
+    masked: tuple[str, ...] = ()
+    clipped: tuple[str, ...] = ()
+    deduplicated: tuple[str, ...] = ()
+    summarized: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        """How many turns met each fate."""
+        return {fate: len(getattr(self, fate)) for fate in FATES}
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """The six lists, for logs (ids only)."""
+        return {fate: list(getattr(self, fate)) for fate in FATES}
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One summary request of a call: where it came from and what it cost (no text)."""
+
+    group_id: str
+    prompt_id: str
+    turn_count: int
+    target_tokens: int
+    start_ns: int
+    end_ns: int
+    produced: bool
+    """True when this call asked the summarizer; False when the store had it."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str | None = None
+    provider: str | None = None
+    error: str | None = None
+    """The failure's class name, if the summary failed."""
 
 
 @dataclass(frozen=True, slots=True)

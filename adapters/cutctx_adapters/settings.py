@@ -19,32 +19,29 @@ import difflib
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import Any, Generic, Literal, Self, TypedDict, TypeVar, Unpack, overload
 
 from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, ValidationError
 
-from .counting._estimators import chosen_estimator
-from .counting._windows import prompt_budget
+from .counting import chosen_estimator, prompt_budget
 from .fulfil import AnySummarizer
-from .history._conversion import PinSpec
-from .history._observations import ObservationRule
-from .planning._policy import (
+from .history import ObservationRule, PinSpec
+from .planning import (
     DEFAULT_DIGEST_TOKENS,
     DigestStyle,
     GiveWay,
     OnSummaryError,
     PolicyOptions,
 )
+from .reports import CallReport
 from .stores import Store
-
-if TYPE_CHECKING:
-    from .session import CallReport
 
 __all__ = [
     "CompactionSettings",
     "PlanningKeywords",
     "PrefixCheck",
     "ReportCallback",
+    "Setting",
     "SettingsKeywords",
     "budget_or_window",
     "fraction_or_tokens",
@@ -53,7 +50,7 @@ __all__ = [
 
 PrefixCheck = Literal["identity", "content"]
 """How a session tells that a call's history extends the last one it read (``check_prefix``)."""
-ReportCallback = Callable[["CallReport"], object]
+ReportCallback = Callable[[CallReport], object]
 """``on_compaction`` / ``on_call``: called with a call's ``CallReport``."""
 
 
@@ -407,3 +404,29 @@ def budget_or_window(budget: int | CompactionBudget | None, settings: Compaction
             f"no budget: pass budget= (prompt tokens) or window= (the context window of "
             f"{model!r} is not in the built-in table)", {"field": "budget"})
     return found
+
+
+T = TypeVar("T")
+
+
+class Setting(Generic[T]):
+    """A read-only attribute holding the owner's ``settings`` field of the same name."""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type[Any]) -> Self | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.settings, self._name)  # type: ignore[attr-defined]
+        return value
+
+    def __set__(self, obj: object, value: T) -> None:
+        raise AttributeError(f"{self._name} is a setting: make a new session with "
+                             "settings.replace(...) to change it")

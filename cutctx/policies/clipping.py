@@ -8,7 +8,7 @@ from .._checks import require_int
 from .._clipping import atoms_of, plan_clip
 from .._replaced import KIND_KEY, original_figures, text_sha256
 from .._structure import require_inputs
-from ..actions import Action, TurnReplacement
+from ..actions import REPLACEMENT_KIND, Action, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
 from ..plan import CompactionPlan
@@ -16,6 +16,8 @@ from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
 
 __all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
+
+CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 
 MIN_CLIP_TOKENS = 128
 """The least a share of the budget clips a result to: a marker takes about 50 tokens."""
@@ -74,7 +76,7 @@ class ToolResultClipPolicy:
 
         def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
             subject = "tool result" if turn.role is Role.TOOL else "output"
-            if turn.metadata.get(KIND_KEY) == "clipped":  # a wider clip, clipped to its share
+            if turn.metadata.get(KIND_KEY) == CLIPPED:  # a wider clip, clipped to its share
                 tokens, sha = original_figures(turn, quoted=False)
                 clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
                                  original_tokens=tokens, original_sha256=sha, subject=subject)
@@ -86,7 +88,7 @@ class ToolResultClipPolicy:
 
         return replace_tool_results(
             transcript, budget, body, action=Action.CLIP, candidates=over, recent_too=True,
-            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, "clipped"),
+            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, CLIPPED),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 

@@ -6,7 +6,7 @@ from .._checks import require_int, require_text
 from .._digest import DIGEST_STYLES, digest_ranges, identifier_ranges
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import KIND_KEY, original_figures, replaced_text
-from ..actions import Action, TurnReplacement
+from ..actions import REPLACEMENT_KIND, Action, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
 from ..plan import CompactionPlan
@@ -15,6 +15,8 @@ from ._replacing import chosen_estimator, replace_tool_results, result_positions
 from .masking import DEFAULT_PLACEHOLDER
 
 __all__ = ["ToolResultMaskingPolicy"]
+
+CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 
 
 class ToolResultMaskingPolicy:
@@ -81,7 +83,7 @@ class ToolResultMaskingPolicy:
         return replace_tool_results(
             transcript, budget, lambda _position, turn: self.replacement_for(turn),
             action=Action.MASK, candidates=self.candidates(transcript, budget),
-            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, "clipped"),
+            may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, CLIPPED),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from ..history._conversion import SUMMARY_HEADER, Part, copy_plain, invalid
+from ..history import SUMMARY_HEADER, Part, copy_plain, invalid
 from ._server_tools import RESULT_TYPES, stub_blocks
 from ._text import block_is_text, block_text
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from cutctx import Role, TokenEstimator
 
-from ..history._conversion import (
+from ..history import (
     BOUNDARY_KIND,
     Conversion,
     CountText,
@@ -23,7 +23,7 @@ from ..history._conversion import (
     plain_tools,
     to_plain,
 )
-from ..planning._format import given
+from ..planning import given
 from ._codec import (
     _ASSISTANT_ONLY,
     _FINAL_TURN,

@@ -3,19 +3,7 @@
 Anthropic publishes no local tokenizer for current Claude models; the exact figure comes only from
 ``messages.count_tokens`` (see ``messages.plan(exact_count=client)``, one call per decision).
 Locally, text is counted with tiktoken (``o200k_base`` unless an estimator is injected) and
-multiplied by a calibration factor:
-
-* ``CALIBRATION = 1.3``. Published measurements of the Claude 3.5-era tokenizer against GPT-4o's
-  ``o200k_base`` on the same inputs found about +16% tokens for English prose, +21% for math and
-  +30% for Python code (L. Gupta, "Hidden costs in AI deployment: why Claude models may be 20-30%
-  more expensive than GPT in enterprise settings", VentureBeat, May 2025). We take the upper end,
-  because agent histories are mostly code and tool output, and an estimate that is too high only
-  compacts a little early while one that is too low gets the request rejected. Expected error:
-  about -0% to +12% on English and code; other scripts are unmeasured and may be off either way.
-* ``NEW_TOKENIZER_CALIBRATION = 1.75`` for models with Anthropic's newer tokenizer (Claude Opus
-  4.7), which Anthropic says maps the same text to about 1.0-1.35x the tokens of earlier models:
-  1.3 x 1.35, rounded. Unknown future models get ``CALIBRATION``; pass ``calibration=`` or use the
-  exact count for them.
+multiplied by the Claude calibration factor (``counting._calibration``).
 
 Images follow Anthropic's vision guide: Claude sees 28x28-pixel patches, one token each, so an
 image costs ceil(w/28) x ceil(h/28) tokens after being shrunk (aspect kept) to fit the model's
@@ -52,32 +40,29 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cutctx import TokenEstimator, ValidationError
+from cutctx import TokenEstimator
 
-from ..counting._estimators import check_model, chosen_estimator
-from ..counting._images import Base64Bytes, image_size
+from ..counting import (
+    Base64Bytes,
+    CalibratedEstimator,
+    calibration_for,
+    check_model,
+    chosen_estimator,
+    image_size,
+)
 
 __all__ = [
-    "CALIBRATION",
     "IMAGE_PATCH",
     "MESSAGE_TOKENS",
-    "NEW_TOKENIZER_CALIBRATION",
     "PDF_PAGE_SIZE",
     "PDF_TEXT_TOKENS_PER_PAGE",
     "REQUEST_TOKENS",
     "TOOL_BLOCK_TOKENS",
     "TOOL_SYSTEM_PROMPT_TOKENS",
     "AnthropicTokenCounter",
-    "CalibratedEstimator",
-    "calibration_for",
     "image_limits",
     "image_tokens",
-    "scale_to_total",
 ]
-
-CALIBRATION = 1.3
-NEW_TOKENIZER_CALIBRATION = 1.75
-_NEW_TOKENIZER_MODELS = ("claude-opus-4-7",)
 
 MESSAGE_TOKENS = 4
 """Framing of one message (role and turn markers): our estimate."""
@@ -102,14 +87,6 @@ _BYTES_PER_TOKEN = 4  # opaque or encrypted payloads (redacted thinking, encrypt
 _OPAQUE_KEYS = frozenset({"data", "encrypted_content", "encrypted_index", "encrypted_stdout"})
 _SKIPPED_KEYS = frozenset({"type", "id", "tool_use_id", "cache_control", "signature",
                            "citations", "file_id", "media_type"})
-
-
-def calibration_for(model: str | None) -> float:
-    """The tiktoken-to-Claude factor for ``model`` (None: ``CALIBRATION``)."""
-    model = check_model(model)
-    if model and model.startswith(_NEW_TOKENIZER_MODELS):
-        return NEW_TOKENIZER_CALIBRATION
-    return CALIBRATION
 
 
 def image_limits(model: str | None) -> tuple[int, int]:
@@ -150,26 +127,6 @@ def image_tokens(width: int, height: int, model: str | None = None) -> int:
         if _patches(w, h) <= budget:
             return _patches(w, h)
     return 1  # pragma: no cover - a 1x1 image always fits
-
-
-class CalibratedEstimator:
-    """A ``TokenEstimator`` giving ``ceil(inner(text) * factor)``: Claude-scale text counts."""
-
-    def __init__(self, inner: TokenEstimator, factor: float) -> None:
-        if isinstance(factor, bool) or not isinstance(factor, int | float) or not (
-                math.isfinite(factor) and factor > 0):
-            raise ValidationError("calibration must be a finite number > 0",
-                                  {"field": "calibration"})
-        self.inner = inner
-        self.factor = float(factor)
-
-    def estimate_tokens(self, text: str) -> int:
-        raw = self.inner.estimate_tokens(text)
-        # A hair below the product so that 10 * 1.3 stays 13, not 14 by float error.
-        return math.ceil(raw * self.factor - 1e-9) if raw else 0
-
-    def __repr__(self) -> str:
-        return f"CalibratedEstimator({self.inner!r}, {self.factor})"
 
 
 class AnthropicTokenCounter:
@@ -301,29 +258,6 @@ class AnthropicTokenCounter:
             pages = _pdf_pages(data)
         page = PDF_TEXT_TOKENS_PER_PAGE + image_tokens(*PDF_PAGE_SIZE, self.model)
         return total + pages * page
-
-
-def scale_to_total(values: Sequence[int], total: int) -> list[int]:
-    """Whole numbers proportional to ``values`` that add up to ``total`` (largest remainder).
-
-    Ties go to the earlier position, so the result is deterministic. All-zero values share
-    ``total`` evenly; an empty list stays empty.
-
-    >>> scale_to_total([10, 20, 30], 7)
-    [1, 2, 4]
-    """
-    if total < 0:
-        raise ValueError("total must be >= 0")
-    if not values:
-        return []
-    weights = list(values) if any(values) else [1] * len(values)
-    whole = sum(weights)
-    shares = [(weight * total) // whole for weight in weights]
-    remainders = sorted(range(len(weights)),
-                        key=lambda i: (-((weights[i] * total) % whole), i))
-    for i in remainders[: total - sum(shares)]:
-        shares[i] += 1
-    return shares
 
 
 # ----------------------------------------------------------------------------------------------

@@ -39,19 +39,24 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Action, CompactionBudget, Role, TokenEstimator, ValidationError
 
-from ..counting._estimators import estimator_for
+from ..counting import CalibratedEstimator, estimator_for, scale_to_total
 from ..fulfil import SummaryCache
-from ..history._conversion import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
-from ..planning._format import (
+from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
+from ..planning import (
+    FormatResult,
     HistoryFormat,
+    Job,
+    arun,
     deferral,
     deferred_budget,
     given,
+    narrowed,
     reply_allowance,
+    resolve_budget,
+    run,
     server_held,
+    start,
 )
-from ..planning._pipeline import Job, arun, resolve_budget, run, start
-from ..planning._results import FormatResult, narrowed
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._codec import (
     DEFAULT_MODEL,
@@ -72,13 +77,7 @@ from ._reading import (
     to_transcript,
     validate,
 )
-from ._tokens import (
-    MESSAGE_TOKENS,
-    TOOL_BLOCK_TOKENS,
-    AnthropicTokenCounter,
-    CalibratedEstimator,
-    scale_to_total,
-)
+from ._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS, AnthropicTokenCounter
 
 if TYPE_CHECKING:
     from anthropic.types import MessageParam, TextBlockParam

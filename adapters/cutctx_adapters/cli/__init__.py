@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from cutctx import CharRatioEstimator, CompactionError
 
 from .._requires import require
-from ..counting._estimators import use_when_unavailable
+from ..counting import use_when_unavailable
 from ._errors import EXIT_BAD_INPUT, EXIT_INTERNAL, CliError, describe
 from ._visible import visible
 

@@ -11,10 +11,16 @@ from typing import Any
 
 from rich.text import Text
 
-from cutctx import BudgetUnsatisfiable, CompactionExecutor, CompactionPolicy, DropOldestPolicy
+from cutctx import (
+    REPLACEMENT_KINDS,
+    BudgetUnsatisfiable,
+    CompactionExecutor,
+    CompactionPolicy,
+    DropOldestPolicy,
+)
 
 from ..fulfil import Summarizer
-from ..planning._pipeline import CompactionResult, Job
+from ..planning import CompactionResult, Job
 from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
 from ._io import Document, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
@@ -24,6 +30,9 @@ from ._rows import plan_rows, turn_rows
 from ._visible import visible
 
 __all__ = ["compact", "count", "inspect"]
+
+ESCALATION = (*reversed(REPLACEMENT_KINDS), "summarized", "dropped")
+"""The fates a compaction reaches for, in the order it escalates (the summary line's order)."""
 
 _UNLIMITED = 2**62
 """A budget nothing exceeds, for counting (every turn kept)."""
@@ -170,8 +179,7 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
                      result: CompactionResult) -> None:
     report = result.report.to_dict()
     counts = ", ".join(
-        f"{len(report[f'{fate}_turn_ids'])} {fate}" for fate in (
-            "deduplicated", "clipped", "masked", "summarized", "dropped")
+        f"{len(report[f'{fate}_turn_ids'])} {fate}" for fate in ESCALATION
         if report[f"{fate}_turn_ids"]) or "nothing to do"
     line = Text("wrote ")
     line.append("standard output" if output == "-" else visible(output), style="bold")

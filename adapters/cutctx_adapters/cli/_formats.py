@@ -16,18 +16,12 @@ from typing import Any
 
 from cutctx import CompactionPolicy, TokenEstimator
 
-from ..counting._estimators import estimator_for
+from ..counting import claude_estimator, estimator_for
 from ..fulfil import Summarizer
-from ..planning._pipeline import CompactionResult, Job
+from ..planning import CompactionResult, Job
 from ._errors import CliError
 
 __all__ = ["FORMATS", "Format", "format_named"]
-
-
-def _claude_text_estimator(model: str) -> TokenEstimator:
-    from ..anthropic._tokens import AnthropicTokenCounter
-
-    return AnthropicTokenCounter(model=model).text_estimator
 
 
 def _tiktoken_estimator(model: str) -> TokenEstimator:
@@ -116,7 +110,7 @@ FORMATS: Mapping[str, Format] = {
                "gpt-5"),
         Format("anthropic", "cutctx_adapters.anthropic.messages", "messages", "system",
                "claude-sonnet-4-5", plan_keys=("tools", "thinking"),
-               validate_keys=("tools", "thinking"), text_estimator=_claude_text_estimator),
+               validate_keys=("tools", "thinking"), text_estimator=claude_estimator),
     )
 }
 """Format name → how to handle it. Adding a format is one entry here (plus its detection)."""

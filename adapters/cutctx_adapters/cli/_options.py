@@ -17,9 +17,9 @@ from cutctx import (
     Transcript,
 )
 
-from ..counting._windows import context_window, prompt_budget
+from ..counting import context_window, prompt_budget
 from ..fulfil import Summarizer
-from ..planning._pipeline import stub_estimator
+from ..planning import stub_estimator
 from ..prompts import DEFAULT_PROMPT_ID
 from ._errors import CliError
 from ._io import Document

@@ -7,7 +7,7 @@ from typing import Any
 
 from cutctx import Action, CompactionPlan, Transcript, TranscriptTurn
 
-from ..history._conversion import TOOL_NAME_KEY, Conversion
+from ..history import TOOL_NAME_KEY, Conversion
 
 __all__ = ["SUMMARY", "Row", "plan_rows", "turn_rows"]
 

@@ -14,10 +14,9 @@ from typing import Any
 
 from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 
-from .._summary_bounds import allowed_tokens
 from ..errors import SummaryRejected
-from ..prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt
-from ._wrapper import is_async_client
+from ..prompts import DEFAULT_PROMPT_ID, PromptRegistry, SummaryPrompt, allowed_tokens
+from ._sdk import is_async_client
 
 __all__ = ["ProviderSummarizer"]
 

@@ -9,15 +9,14 @@ resources are the SDK's own types (``SdkView``), so calls keep the SDK's overloa
 from __future__ import annotations
 
 import inspect
-import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import Any, Generic, Self, TypeVar, Unpack, overload
 
-from cutctx import ValidationError
-
-from ..planning._format import HistoryFormat
-from ..session import CallReport, CompactionSession
+from ..planning import HistoryFormat
+from ..reports import CallReport
+from ..session import CompactionSession
 from ..settings import CompactionSettings, ReportCallback, SettingsKeywords
+from ._sdk import is_async_client
 
 __all__ = [
     "CompactingClient",
@@ -25,24 +24,14 @@ __all__ = [
     "Namespace",
     "ReportCallback",
     "SdkView",
-    "check_client",
-    "is_async_client",
 ]
 
-_WRAPPERS = {"openai": "CompactingOpenAI", "anthropic": "CompactingAnthropic"}
-"""The wrapper for each SDK's clients, to name when the other one is given."""
 ClientT = TypeVar("ClientT")
 SyncClientT = TypeVar("SyncClientT")
 AsyncClientT = TypeVar("AsyncClientT")
 SyncT = TypeVar("SyncT")
 AsyncT = TypeVar("AsyncT")
 _RESPONSE_VIEWS = frozenset({"with_raw_response", "with_streaming_response"})
-
-
-def is_async_client(client: Any) -> bool:
-    """Whether ``client`` is an SDK's async client (its requests return awaitables)."""
-    return "Async" in type(client).__name__ or inspect.iscoroutinefunction(
-        getattr(client, "post", None))
 
 
 class CompactingResource:
@@ -202,25 +191,3 @@ class CompactingClient(Generic[ClientT]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._client!r})"
-
-
-def check_client(client: object, wrapper: str, sdk: str, classes: Sequence[str]) -> None:
-    """Refuse, when the wrapper is made, anything but an instance of one of the ``sdk``
-    package's ``classes`` (subclasses, such as Azure's, included): the class itself, another
-    SDK's client, or anything else, each named with what to pass instead."""
-    wanted = " or ".join(f"{sdk}.{name}" for name in classes)
-    if isinstance(client, type):
-        raise ValidationError(
-            f"{wrapper} wraps a client instance, got the class {client.__name__}: pass "
-            f"{client.__name__}(...)", {"field": "client", "rule": "class_not_instance"})
-    module = sys.modules.get(sdk)  # a client of this SDK means the SDK is imported already
-    kinds = tuple(getattr(module, name) for name in classes) if module is not None else ()
-    if kinds and isinstance(client, kinds):
-        return
-    given = type(client)
-    package = given.__module__.split(".")[0]
-    other = _WRAPPERS.get(package)
-    hint = f" (wrap it with {other})" if other is not None and other != wrapper else ""
-    raise ValidationError(
-        f"{wrapper} wraps an {wanted} client, got {package}.{given.__qualname__}{hint}",
-        {"field": "client", "rule": "client_type"})

@@ -1,1 +1,47 @@
-"""counting."""
+"""Token counts: a tiktoken estimator per model, Claude's calibration, windows, image sizes.
+
+Every figure a plan is made from starts here: text estimates (``estimator_for``), the factor
+that puts them on Claude's scale (``calibration_for``), the prompt budget a model's context
+window leaves (``prompt_budget``) and image dimensions read from their headers.
+"""
+
+from ._calibration import (
+    CALIBRATION,
+    NEW_TOKENIZER_CALIBRATION,
+    CalibratedEstimator,
+    calibration_for,
+    claude_estimator,
+    is_claude,
+    scale_to_total,
+)
+from ._estimators import (
+    ApproximateTokensWarning,
+    check_model,
+    chosen_estimator,
+    estimator_for,
+    use_when_unavailable,
+)
+from ._images import Base64Bytes, data_url_bytes, image_size, image_size_from_data_url
+from ._windows import context_window, input_limit, prompt_budget
+
+__all__ = [
+    "CALIBRATION",
+    "NEW_TOKENIZER_CALIBRATION",
+    "ApproximateTokensWarning",
+    "Base64Bytes",
+    "CalibratedEstimator",
+    "calibration_for",
+    "check_model",
+    "chosen_estimator",
+    "claude_estimator",
+    "context_window",
+    "data_url_bytes",
+    "estimator_for",
+    "image_size",
+    "image_size_from_data_url",
+    "input_limit",
+    "is_claude",
+    "prompt_budget",
+    "scale_to_total",
+    "use_when_unavailable",
+]

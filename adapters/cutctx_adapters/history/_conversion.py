@@ -21,6 +21,9 @@ from cutctx import (
     OBSERVATION_KEY,
     ORIGINAL_SHA256_KEY,
     REF_LABEL_KEY,
+    REPLACEMENT_KIND,
+    REPLACEMENT_KINDS,
+    Action,
     CompactedTranscript,
     Role,
     TokenEstimator,
@@ -37,7 +40,6 @@ from ._observations import observation_reason
 __all__ = [
     "BOUNDARY_KIND",
     "KIND_KEY",
-    "REPLACED_KINDS",
     "SUMMARY_HEADER",
     "TOOL_NAME_KEY",
     "Codec",
@@ -57,8 +59,7 @@ __all__ = [
     "uncovered",
 ]
 
-REPLACED_KINDS = frozenset({"masked", "clipped", "deduplicated"})
-"""Kinds of a turn kept in place with a new body (a stub, a clip): rendered by ``render_masked``."""
+CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 """What every format puts before a summary's text, so a reader (or model) knows what it is."""
 TOOL_NAME_KEY = "cutctx.tool"
@@ -359,11 +360,11 @@ class Conversion(Generic[Out]):
             if part is None:
                 raise ValidationError("the view holds a turn this conversion did not produce",
                                       {"turn_id": turn.turn_id})
-            if kind == "clipped":
+            if kind == CLIPPED:
                 rebuilt = clipped_payload(self.codec, part, part.text, turn)
                 rendered.append((part, rebuilt if rebuilt is not None
                                  else self.codec.render_masked(part, turn.content)))
-            elif kind in REPLACED_KINDS:
+            elif kind in REPLACEMENT_KINDS:
                 rendered.append((part, self.codec.render_masked(part, turn.content)))
             else:
                 rendered.append((part, copy_plain(part.payload)))

@@ -13,23 +13,14 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from cutctx import TokenEstimator
-
-from ..anthropic._tokens import CalibratedEstimator, calibration_for
-from ..counting._estimators import estimator_for
-from ..history._conversion import SUMMARY_HEADER
-from ..planning._format import HistoryFormat
-from ..reports import Decision
-from ..session import CallReport, CompactionSession
-from ..session._telemetry import observed, tell
+from ..counting import calibration_for, claude_estimator, is_claude
+from ..history import SUMMARY_HEADER
+from ..planning import HistoryFormat
+from ..reports import CallReport, Decision
+from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "is_claude", "item_shape", "kept_positions", "traced", "unchanged"]
-
-
-def is_claude(model: str | None) -> bool:
-    """Whether ``model`` names an Anthropic model (its counts take the Claude calibration)."""
-    return bool(model) and "claude" in str(model).lower()
+__all__ = ["HookSessions", "item_shape", "kept_positions", "traced", "unchanged"]
 
 
 class HookSessions:
@@ -46,15 +37,15 @@ class HookSessions:
 
     def session(self, format: HistoryFormat, model: str | None) -> CompactionSession:
         """The session for ``format`` and ``model`` (made on first use)."""
-        factor = calibration_for(model) if is_claude(model) and \
-            self.settings.estimator is None else None
+        claude = is_claude(model) and self.settings.estimator is None
+        factor = calibration_for(model) if claude else None
         key = (format.name, factor)
         with self._lock:
             found = self._sessions.get(key)
             if found is None:
                 settings = self.settings
                 if factor is not None:
-                    settings = settings.replace(estimator=_calibrated(factor))
+                    settings = settings.replace(estimator=claude_estimator(model))
                 found = self._sessions[key] = CompactionSession(format, settings=settings)
             return found
 
@@ -62,19 +53,14 @@ class HookSessions:
              model: str | None, items: int) -> CallReport:
         """A report the hook made itself (a history passed through as it is), told to the
         settings' callbacks as a session's are."""
-        with observed() as stats:
-            report = CallReport(decision, reason, format.name, model, items_in=items,
-                                items_sent=items)
-        return self.kept(tell(self.settings, report, stats))
+        report = CallReport(decision, reason, format.name, model, items_in=items,
+                            items_sent=items)
+        return self.kept(told(self.settings, report))
 
     def kept(self, report: CallReport) -> CallReport:
         """Remember ``report`` as the newest."""
         self.last_report = report
         return report
-
-
-def _calibrated(factor: float) -> TokenEstimator:
-    return CalibratedEstimator(estimator_for(None), factor)
 
 
 Shape = Callable[[Any], Hashable]

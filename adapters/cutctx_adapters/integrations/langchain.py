@@ -47,7 +47,7 @@ from langgraph.types import Command  # noqa: E402
 
 from cutctx import ValidationError  # noqa: E402
 
-from ..clients._summarizer import ProviderSummarizer  # noqa: E402
+from ..clients import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402

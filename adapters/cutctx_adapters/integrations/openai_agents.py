@@ -30,7 +30,7 @@ from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
 from cutctx import ValidationError  # noqa: E402
 
-from ..history._conversion import to_plain  # noqa: E402
+from ..history import to_plain  # noqa: E402
 from ..openai import responses  # noqa: E402
 from ..session import CallReport  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402

@@ -53,9 +53,9 @@ from pydantic_ai.tools import ToolDefinition  # noqa: E402
 
 from cutctx import ValidationError  # noqa: E402
 
-from ..clients._summarizer import ProviderSummarizer  # noqa: E402
+from ..clients import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
-from ..planning._format import server_held  # noqa: E402
+from ..planning import server_held  # noqa: E402
 from ..session import CallReport  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
 from ._hooks import HookSessions, traced  # noqa: E402

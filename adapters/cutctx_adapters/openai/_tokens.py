@@ -31,9 +31,9 @@ from typing import Any, TypeAlias
 
 from cutctx import TokenEstimator
 
-from ..counting._images import Base64Bytes as _Base64Bytes
-from ..counting._images import data_url_bytes as _data_url_bytes
-from ..counting._images import image_size_from_data_url
+from ..counting import Base64Bytes as _Base64Bytes
+from ..counting import data_url_bytes as _data_url_bytes
+from ..counting import image_size_from_data_url
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",

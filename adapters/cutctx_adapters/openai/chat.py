@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import CompactionBudget, Role, TokenEstimator
 
-from ..counting._estimators import chosen_estimator
+from ..counting import chosen_estimator
 from ..fulfil import SummaryCache
-from ..history._conversion import (
+from ..history import (
     SUMMARY_HEADER,
     Conversion,
     Growing,
@@ -34,9 +34,18 @@ from ..history._conversion import (
     plain_tools,
     to_plain,
 )
-from ..planning._format import HistoryFormat, given, reply_allowance
-from ..planning._pipeline import Job, arun, resolve_budget, run, start
-from ..planning._results import FormatResult, narrowed
+from ..planning import (
+    FormatResult,
+    HistoryFormat,
+    Job,
+    arun,
+    given,
+    narrowed,
+    reply_allowance,
+    resolve_budget,
+    run,
+    start,
+)
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 

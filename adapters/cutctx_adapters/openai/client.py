@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from ..clients._wrapper import CompactingClient, Namespace, SdkView, check_client
+from ..clients import CompactingClient, Namespace, SdkView, check_client
 from ..settings import CompactionSettings, SettingsKeywords
 from . import chat, responses
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
 from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
 
-from ..counting._estimators import chosen_estimator
+from ..counting import chosen_estimator
 from ..fulfil import SummaryCache
-from ..history._conversion import (
+from ..history import (
     BOUNDARY_KIND,
     SUMMARY_HEADER,
     Conversion,
@@ -37,16 +37,21 @@ from ..history._conversion import (
     plain_tools,
     to_plain,
 )
-from ..planning._format import (
+from ..planning import (
+    FormatResult,
     HistoryFormat,
+    Job,
+    arun,
     deferral,
     deferred_budget,
     given,
+    narrowed,
     reply_allowance,
+    resolve_budget,
+    run,
     server_held,
+    start,
 )
-from ..planning._pipeline import Job, arun, resolve_budget, run, start
-from ..planning._results import FormatResult, narrowed
 from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (

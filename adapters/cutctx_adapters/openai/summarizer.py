@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clients._summarizer import ProviderSummarizer
+from ..clients import ProviderSummarizer
 
 __all__ = ["OpenAISummarizer"]
 

@@ -1,1 +1,55 @@
-"""planning."""
+"""Planning a compaction, format-independent: the policy chosen, the plan fitted to the budget,
+summaries fulfilled and checked, the view applied and rendered.
+
+A format fills in a ``HistoryFormat`` and builds a ``Job`` with ``start``; ``run``/``arun``
+finish it into a ``CompactionResult``. The default chain and how hard it may try to fit are
+``PolicyOptions``.
+"""
+
+from ._format import (
+    DEFAULT_RESERVE,
+    HistoryFormat,
+    deferral,
+    deferred_budget,
+    given,
+    reply_allowance,
+    server_held,
+)
+from ._pipeline import Job, arun, resolve_budget, run, start, stub_estimator, summary_check
+from ._policy import (
+    DEFAULT_DIGEST_TOKENS,
+    DigestStyle,
+    GiveWay,
+    OnSummaryError,
+    PolicyOptions,
+    choose_policy,
+)
+from ._results import CompactionResult, FormatResult, Replacement, narrowed, short_tokens
+
+__all__ = [
+    "DEFAULT_DIGEST_TOKENS",
+    "DEFAULT_RESERVE",
+    "CompactionResult",
+    "DigestStyle",
+    "FormatResult",
+    "GiveWay",
+    "HistoryFormat",
+    "Job",
+    "OnSummaryError",
+    "PolicyOptions",
+    "Replacement",
+    "arun",
+    "choose_policy",
+    "deferral",
+    "deferred_budget",
+    "given",
+    "narrowed",
+    "reply_allowance",
+    "resolve_budget",
+    "run",
+    "server_held",
+    "short_tokens",
+    "start",
+    "stub_estimator",
+    "summary_check",
+]

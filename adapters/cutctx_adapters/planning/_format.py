@@ -13,9 +13,8 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
-from ..counting._estimators import estimator_for
-from ..counting._windows import prompt_budget
-from ..history._conversion import Conversion, Growing, PinSpec
+from ..counting import estimator_for, prompt_budget
+from ..history import Conversion, Growing, PinSpec
 
 __all__ = ["DEFAULT_RESERVE", "HistoryFormat", "deferral", "deferred_budget", "given",
            "reply_allowance", "server_held"]

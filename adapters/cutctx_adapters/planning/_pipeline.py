@@ -9,17 +9,17 @@ rendered request against the budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cutctx import (
+    REPLACEMENT_KINDS,
     Action,
     BudgetUnsatisfiable,
     CompactionBudget,
     CompactionExecutor,
     CompactionPlan,
     CompactionPolicy,
-    CompactionReport,
     Role,
     SummarizationRequest,
     TokenEstimator,
@@ -27,22 +27,17 @@ from cutctx import (
     ValidationError,
 )
 
-from .._summary_bounds import SUMMARY_SLACK, SUMMARY_TOLERANCE, allowed_tokens
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
-from ..history._conversion import KIND_KEY, REPLACED_KINDS, Conversion, covered_turns, uncovered
+from ..history import KIND_KEY, Conversion, covered_turns, uncovered
+from ..prompts import SUMMARY_TOLERANCE, allowed_tokens
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
+from ._results import CompactionResult, Replacement
 
 __all__ = [
-    "SUMMARY_SLACK",
-    "SUMMARY_TOLERANCE",
-    "CompactionResult",
     "Job",
-    "OnSummaryError",
-    "Replacement",
     "arun",
-    "choose_policy",
     "resolve_budget",
     "run",
     "start",
@@ -50,97 +45,6 @@ __all__ = [
     "summary_check",
 ]
 
-
-
-@dataclass(frozen=True, slots=True)
-class Replacement:
-    """A turn kept in place with a new body: masked to a stub, clipped, or deduplicated."""
-
-    turn_id: str
-    kind: str
-    """``masked``, ``clipped`` or ``deduplicated``."""
-    tokens_before: int
-    tokens_after: int
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    """What a compaction produced: the ready-to-send history, the plan and the report.
-
-    ``messages`` is set for Chat and Anthropic histories, ``system`` for Anthropic, and
-    ``instructions``/``input`` for Responses (``input`` stays a string if it was one and was
-    kept). ``summarization_fallback`` is True when a failed summarizer made the adapters
-    re-plan without summaries (the report's policy name shows it).
-    """
-
-    plan: CompactionPlan
-    report: CompactionReport
-    view: Transcript
-    conversion: Conversion[Any] = field(repr=False)
-    overhead_tokens: int = 0
-    messages: Any = None
-    """Typed by each format's result class (``chat.ChatResult``, ...), as its SDK takes it."""
-    system: Any = None
-    instructions: Any = None
-    input: Any = None
-    summarization_fallback: bool = False
-    rendered: Any = field(default=None, repr=False)
-    """The format's own rendering (what ``conversion.render(view)`` returned)."""
-    measured_tokens: int | None = None
-    """Prompt tokens of the rendered request, counted afresh (not the plan's estimate)."""
-    prompt_budget: int | None = None
-    """The allowance the request had to fit (history budget plus overhead)."""
-    protection_relaxed: int = 0
-    """Recent turns no longer protected so the history could fit at all (0: none)."""
-    replacements: tuple[Replacement, ...] = ()
-    """Turns masked, clipped or deduplicated, with their sizes before and after."""
-    task_turn_id: str | None = None
-    """The first user message, kept as the task (``keep_task``), if there is one."""
-    results_relaxed: int = 0
-    """Recent tool results no longer spared from masking so the history could fit."""
-    last_resort: tuple[str, ...] = ()
-    """Turns clipped as a last resort so that what must stay fits (the newest, the task)."""
-    covered: tuple[str, ...] = ()
-    """Turns left out because the provider's latest compaction already covers them."""
-    deferred: str | None = None
-    """Why the history was left to the provider's own compaction (it fit the model's own
-    limit, so nothing but what a compaction covers was taken out); None otherwise."""
-
-    @property
-    def budget_unmet(self) -> bool:
-        """The request is over its budget: measured after rendering where it was measured,
-        else as the plan estimated."""
-        if self.measured_tokens is not None and self.prompt_budget is not None:
-            return self.measured_over
-        return self.plan.budget_unmet
-
-    @property
-    def measured_over(self) -> bool:
-        """The rendered request measures over the allowance, whatever the plan estimated."""
-        return (self.measured_tokens is not None and self.prompt_budget is not None
-                and self.measured_tokens > self.prompt_budget)
-
-    @property
-    def compacted(self) -> bool:
-        """Whether anything was masked, clipped, summarized or dropped."""
-        return (any(action.action is not Action.KEEP for action in self.plan.actions)
-                or bool(self.replacements) or bool(self.covered))
-
-    @property
-    def tokens_before(self) -> int:
-        """Estimated prompt tokens of the original request (history + overhead)."""
-        return self.conversion.transcript.token_estimate() + self.overhead_tokens
-
-    @property
-    def tokens_sent(self) -> int:
-        """Prompt tokens of the request as sent: measured after rendering where it was, else
-        the plan's estimate (``tokens_after``). What ``budget_unmet`` is judged on."""
-        return self.measured_tokens if self.measured_tokens is not None else self.tokens_after
-
-    @property
-    def tokens_after(self) -> int:
-        """Estimated prompt tokens of the compacted request (history + overhead)."""
-        return self.plan.tokens_after_estimate + self.overhead_tokens
 
 
 class _PaddedEstimator:
@@ -296,7 +200,7 @@ def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...
     out: list[Replacement] = []
     for turn in view.turns:
         kind = turn.metadata.get(KIND_KEY)
-        if kind not in REPLACED_KINDS:
+        if kind not in REPLACEMENT_KINDS:
             continue
         source = original.get(turn.turn_id)
         if source is not None and source.metadata.get(KIND_KEY) == kind \

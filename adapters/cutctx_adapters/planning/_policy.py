@@ -30,8 +30,7 @@ from cutctx import (
     ValidationError,
 )
 
-from ..history._conversion import Conversion
-from ..history._observations import ObservationRule, check_rule, marked
+from ..history import Conversion, ObservationRule, check_rule, marked
 from ..prompts import DEFAULT_PROMPT_ID
 
 __all__ = [

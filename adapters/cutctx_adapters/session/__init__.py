@@ -2,5 +2,6 @@
 
 from ..reports import CallReport, Decision, Prepared
 from ._session import CompactionSession, PrefixCheck
+from ._telemetry import told
 
-__all__ = ["CallReport", "CompactionSession", "Decision", "PrefixCheck", "Prepared"]
+__all__ = ["CallReport", "CompactionSession", "Decision", "PrefixCheck", "Prepared", "told"]

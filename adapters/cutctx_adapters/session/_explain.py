@@ -12,8 +12,8 @@ from typing import Any
 
 from cutctx import BudgetUnsatisfiable
 
-from ..counting._windows import context_window
-from ..planning._format import HistoryFormat, given
+from ..counting import context_window
+from ..planning import HistoryFormat, given
 from ..settings import CompactionSettings
 
 __all__ = ["explained"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..history._keys import content_bytes
+from ..history import content_bytes
 from ._ledger import Ledger
 
 __all__ = ["Known", "KnownHistories", "chain_keys"]

@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cutctx import Transcript, TranscriptTurn
+from cutctx import REPLACEMENT_KINDS, SummarizationRequest, Transcript, TranscriptTurn
 
-from ..history._conversion import KIND_KEY, Conversion, Growing, Part
-from ..history._grown import GrownList
+from ..history import KIND_KEY, Conversion, Growing, GrownList, Part
+from ..reports import FATES, TurnFates
 
-__all__ = ["EMPTY", "Ledger", "closed_boundaries", "positions_of", "project", "running_sums"]
+__all__ = [
+    "EMPTY",
+    "Ledger",
+    "closed_boundaries",
+    "fates_of",
+    "positions_of",
+    "project",
+    "running_sums",
+    "summary_members",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,3 +157,40 @@ def turns_before(parts: Sequence[Part], items: int) -> int:
     """How many of ``parts`` (in order) come from the first ``items`` items."""
     indexes = [part.index for part in parts]
     return bisect_left(indexes, items)
+
+
+Members = Mapping[str, tuple[str, ...]]
+"""A summary turn's id -> the ids of the history's turns it stands for."""
+
+
+def summary_members(requests: Iterable[SummarizationRequest],
+                    earlier: Members) -> dict[str, tuple[str, ...]]:
+    """The history's turns behind each summary ``requests`` make, a summary folded into a new
+    one standing for its own members (``earlier``: the summaries already in the view)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for request in requests:
+        members: list[str] = []
+        for turn_id in request.turn_ids:
+            members.extend(earlier.get(turn_id, (turn_id,)))
+        out[request.summary_turn_id] = tuple(members)
+    return out
+
+
+def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
+             members: Members) -> TurnFates:
+    """The fate of each of ``history``'s turns in ``view`` (a view of it; ``members``: its
+    summaries' turns)."""
+    in_view = {turn.turn_id: turn.metadata.get(KIND_KEY) for turn in view}
+    summarized = {turn_id for summary, ids in members.items() if summary in in_view
+                  for turn_id in ids}
+    lists: dict[str, list[str]] = {fate: [] for fate in FATES}
+    for turn in history:
+        turn_id = turn.turn_id
+        if turn_id in in_view:
+            kind = in_view[turn_id]  # a replaced turn's kind names its fate; a summary has none
+            lists[kind if kind in REPLACEMENT_KINDS else "kept"].append(turn_id)
+        elif turn_id in summarized:
+            lists["summarized"].append(turn_id)
+        else:
+            lists["dropped"].append(turn_id)
+    return TurnFates(**{fate: tuple(ids) for fate, ids in lists.items()})

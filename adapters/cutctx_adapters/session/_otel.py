@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..reports import CallReport
-    from ._telemetry import SummaryRecord
+from cutctx import REPLACEMENT_KINDS
+
+from ..reports import CallReport, SummaryRecord
 
 __all__ = ["COMPACTION_SPAN", "SUMMARY_SPAN", "current_context", "record_compaction"]
 
@@ -46,7 +46,7 @@ def current_context() -> object:
 
 def compaction_attributes(report: CallReport) -> dict[str, str | int | float | bool]:
     """A compacting call's figures as span attributes."""
-    fates: dict[str, int] = {"masked": 0, "clipped": 0, "deduplicated": 0}
+    fates: dict[str, int] = dict.fromkeys(REPLACEMENT_KINDS, 0)
     for replacement in report.replacements:
         fates[replacement.kind] = fates.get(replacement.kind, 0) + 1
     compaction = report.compaction

@@ -25,50 +25,60 @@ from cutctx import (
     ValidationError,
 )
 
-from ..counting._estimators import check_model
-from ..counting._windows import prompt_budget
+from ..counting import check_model, prompt_budget
 from ..fulfil import AnySummarizer, SummaryCheck
-from ..history._conversion import Conversion, Growing, PinSpec, copy_plain, covered_turns, to_plain
-from ..history._conversion import uncovered as _uncovered
-from ..history._grown import GrownList
-from ..history._keys import content_key
-from ..history._observations import ObservationRule
-from ..planning._format import HistoryFormat, given
-from ..planning._pipeline import (
+from ..history import (
+    Conversion,
+    Growing,
+    GrownList,
+    ObservationRule,
+    PinSpec,
+    content_key,
+    copy_plain,
+    covered_turns,
+    to_plain,
+)
+from ..history import uncovered as _uncovered
+from ..planning import (
     CompactionResult,
+    DigestStyle,
+    GiveWay,
+    HistoryFormat,
     Job,
+    OnSummaryError,
+    PolicyOptions,
     Replacement,
+    given,
     resolve_budget,
     start,
     summary_check,
 )
-from ..planning._pipeline import arun as _arun
-from ..planning._pipeline import run as _run
-from ..planning._policy import DigestStyle, GiveWay, OnSummaryError, PolicyOptions
-from ..reports import CallReport, Decision, Prepared
+from ..planning import arun as _arun
+from ..planning import run as _run
+from ..reports import CallReport, Decision, Prepared, TurnFates
 from ..settings import (
     CompactionSettings,
     PrefixCheck,
     ReportCallback,
+    Setting,
     SettingsKeywords,
     fraction_or_tokens,
     kind_of,
 )
 from ..stores import MemoryStore, Store
-from ._alike import sent_alike
 from ._explain import explained
-from ._fates import TurnFates, fates_of, summary_members
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
     Ledger,
     closed_boundaries,
+    fates_of,
     positions_of,
     project,
     running_sums,
+    summary_members,
 )
-from ._recent import Recent, RecentHistories
-from ._settings import Setting
+from ._recent import Recent, RecentHistories, sent_alike
 from ._summaries import SharedSummaries
 from ._telemetry import observed, tell
 

@@ -20,7 +20,7 @@ from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
 
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCheck
-from ..history._keys import span_key
+from ..history import span_key
 from ..stores import Store, aproduce_once, produce_once
 from ._telemetry import current
 

@@ -14,38 +14,18 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cutctx import SummarizationRequest, TranscriptTurn
 
-from ..reports import NOTIFIED, CallReport
+from ..reports import NOTIFIED, CallReport, SummaryRecord
 from ..settings import CompactionSettings
 from . import _otel
 
-__all__ = ["CallStats", "SummaryRecord", "current", "observed", "tell"]
+__all__ = ["CallStats", "current", "observed", "tell", "told"]
 
 LOGGER = logging.getLogger("cutctx")
 """One INFO record per compaction (the report's one line); nothing for unchanged calls."""
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryRecord:
-    """One summary request of a call: where it came from and what it cost (no text)."""
-
-    group_id: str
-    prompt_id: str
-    turn_count: int
-    target_tokens: int
-    start_ns: int
-    end_ns: int
-    produced: bool
-    """True when this call asked the summarizer; False when the store had it."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    model: str | None = None
-    provider: str | None = None
-    error: str | None = None
-    """The failure's class name, if the summary failed."""
 
 
 class CallStats:
@@ -147,3 +127,10 @@ def tell(settings: CompactionSettings, report: CallReport, stats: CallStats) -> 
     if settings.on_compaction is not None and report.decision in NOTIFIED:
         settings.on_compaction(report)
     return report
+
+
+def told(settings: CompactionSettings, report: CallReport) -> CallReport:
+    """A report made outside a session call (a hook passing a history through as it is), told
+    to the settings' callbacks, the log and spans as a session call's is."""
+    with observed() as stats:
+        return tell(settings, report, stats)
