@@ -27,7 +27,6 @@ from .counting import chosen_estimator, prompt_budget
 from .fulfil import AnySummarizer
 from .history import ObservationRule, PinSpec
 from .planning import (
-    DEFAULT_DIGEST_TOKENS,
     DigestStyle,
     GiveWay,
     OnSummaryError,
@@ -106,7 +105,7 @@ _HINTS = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionSettings:
+class CompactionSettings(PolicyOptions):
     """How compaction sizes, triggers, plans and reports; shared by every entry point.
 
     Sizing: the prompt budget is ``window`` (else ``windows`` by model-name prefix, else the
@@ -114,7 +113,8 @@ class CompactionSettings:
     Hysteresis (sessions): nothing happens below ``trigger`` (None: the budget less the format's
     margin for estimate error); over it, compaction goes down to ``target``; each a fraction of
     the budget in (0, 1] or a token count. Planning: ``policy`` (else the default chain),
-    ``summarizer``, ``keep_recent``, ``pin`` and the chain's options (see ``PolicyOptions``).
+    ``summarizer``, ``keep_recent``, ``pin`` and the chain's options (``PolicyOptions``' fields,
+    which are these settings' own).
     Reporting: ``on_compaction(report)`` when a call's request was changed (compacted,
     recompacted) or could not be (not possible); ``on_call(report)`` on every call.
     """
@@ -127,9 +127,7 @@ class CompactionSettings:
     policy: CompactionPolicy | None = None
     summarizer: AnySummarizer | None = None
     keep_recent: int = 4
-    keep_recent_results: int = 2
     pin: PinSpec = None
-    on_summary_error: OnSummaryError = "raise"
     estimator: TokenEstimator | None = None
     sticky: bool = True
     max_views: int = 64
@@ -139,12 +137,6 @@ class CompactionSettings:
     max_view_bytes: int = 64 * 1024 * 1024
     """Bytes of text the views may hold; the histories read, as many again."""
     summary_cache_size: int = 1024
-    keep_task: bool = True
-    keep_user_turns: bool = True
-    digest_tokens: int = DEFAULT_DIGEST_TOKENS
-    max_result_tokens: int | None = None
-    max_result_share: float = 0.25
-    strict: bool = False
     store: Store | None = None
     """Where summaries are kept and claimed: by default a session's own ``MemoryStore``;
     share a ``SQLiteStore`` or ``RedisStore`` across processes and machines."""
@@ -172,16 +164,6 @@ class CompactionSettings:
     Over that limit the request is fitted without summaries. False: compact as usual."""
     on_compaction: ReportCallback | None = None
     on_call: ReportCallback | None = None
-    observations: ObservationRule = "auto"
-    """Which user messages carry tool output (an agent loop's observations) and are treated as
-    tool results: ``"auto"`` (right after the assistant's action and shaped like output),
-    ``"after_assistant"``, ``"none"``, or a callable ``(message, index) -> bool``."""
-    digest: DigestStyle = "identifiers"
-    """What a masked result's digest keeps: what it names (``"identifiers"``: error types,
-    codes, paths, symbols, numbers) or its salient lines (``"lines"``)."""
-    give_way: GiveWay = "value"
-    """Which results are masked and dropped first: ``"value"`` (those no later turn refers back
-    to, and results before the agent's own steps) or ``"oldest"``."""
 
     def __post_init__(self) -> None:
         _check(self)
@@ -205,15 +187,6 @@ class CompactionSettings:
         values = {name: getattr(self, name) for name in SETTING_NAMES}
         values.update(keywords)
         return CompactionSettings(**values)
-
-    def policy_options(self) -> PolicyOptions:
-        """The options of the adapters' default chain these settings name."""
-        return PolicyOptions(
-            keep_recent_results=self.keep_recent_results, keep_task=self.keep_task,
-            keep_user_turns=self.keep_user_turns, digest_tokens=self.digest_tokens,
-            max_result_tokens=self.max_result_tokens, max_result_share=self.max_result_share,
-            on_summary_error=self.on_summary_error, strict=self.strict,
-            observations=self.observations, digest=self.digest, give_way=self.give_way)
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain values for logs: objects (policy, summarizer, store,
@@ -368,7 +341,7 @@ def _check(settings: CompactionSettings) -> None:
     for name in ("reserve", "keep_recent", "max_views", "max_view_bytes", "summary_cache_size"):
         whole(getattr(settings, name), name, 0)
     _check_callables(settings)
-    settings.policy_options()  # the chain's options check themselves, by name
+    PolicyOptions.__post_init__(settings)  # the chain's options, checked where defined
     if settings.check_prefix not in ("identity", "content"):
         raise ValidationError('check_prefix must be "identity" or "content"',
                               {"field": "check_prefix"})

@@ -203,7 +203,7 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 
 def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: CompactionSettings,
          summary_role: str, model: str | None, context_management: Any) -> Job:
-    options = settings.policy_options()
+    options = settings
     conv = _conversion(prepared.request, prepared.parts, settings.pin, summary_role,
                        options.keep_task, prepared.estimator.estimate_tokens)
     summarizer = settings.summarizer

@@ -391,7 +391,7 @@ def plan(
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"messages": rendered},
-        options=chosen.policy_options(),
+        options=chosen,
         **_planning(conv, counter, overhead),
     )
 

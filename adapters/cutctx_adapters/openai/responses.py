@@ -700,7 +700,7 @@ def plan(
         estimator=counter,
         overhead=overhead,
         result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        options=chosen.policy_options(),
+        options=chosen,
         deferred=deferred,
         **_planning(conv, counter_for(counter, model), overhead),
     )

@@ -179,8 +179,8 @@ def start(
         relaxed = None
         if spared and policy is None:
             summarizing = summarizer if chosen is not fallback else None
-            relaxed = (choose_policy(None, summarizing, replace(options, keep_recent_results=0),
-                                     stubs), spared)
+            unspared = options.chain_options(keep_recent_results=0)
+            relaxed = (choose_policy(None, summarizing, unspared, stubs), spared)
         return decide_fitting(chosen, conversion.transcript, goal, stubs,
                               strict=options.strict, task_turn_id=conversion.task_turn_id,
                               relaxed=relaxed)

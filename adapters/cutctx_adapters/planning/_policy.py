@@ -35,6 +35,7 @@ from ..prompts import DEFAULT_PROMPT_ID
 
 __all__ = [
     "DEFAULT_DIGEST_TOKENS",
+    "OPTION_NAMES",
     "DigestStyle",
     "GiveWay",
     "OnSummaryError",
@@ -53,42 +54,39 @@ DEFAULT_DIGEST_TOKENS = 48
 """Tokens a masked tool result keeps of what it said (what it names: errors, paths, symbols)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyOptions:
-    """Settings of the adapters' default chain and of how hard compaction may try to fit.
-
-    * ``keep_recent_results``: newest tool results never masked.
-    * ``keep_task``: the first user message (an agent's task) is pinned.
-    * ``keep_user_turns``: user messages are summarized or dropped only after everything else.
-    * ``digest_tokens``: what a masked tool result keeps of its text (0: the bare hashed stub).
-    * ``observations``: which user messages carry tool output and are treated as tool results
-      (``"auto"``, ``"after_assistant"``, ``"none"``, or a callable ``(message, index) ->
-      bool``; see ``_observations`` and docs/policies.md).
-    * ``digest``: what a stub's digest keeps: ``"identifiers"`` (error types, codes, paths,
-      symbols, numbers the result names) or ``"lines"`` (its first, error, result and last
-      lines).
-    * ``give_way``: which results are masked and dropped first. ``"value"``: those no later turn
-      refers back to, then the rest (each oldest first), and results before the agent's own
-      steps; ``"oldest"``: by age alone.
-    * ``max_result_tokens`` / ``max_result_share``: a tool result over this many tokens (or this
-      share of the budget) is clipped to its head and tail before anything is masked.
-    * ``on_summary_error``: ``"raise"`` a failed or unusable summary, or ``"fallback"`` to a plan
-      without summaries.
-    * ``strict``: refuse (``BudgetUnsatisfiable``) instead of relaxing ``keep_recent`` and
-      clipping the newest results when the protected turns alone do not fit.
-    """
+    """The adapters' default chain's options, and how hard compaction may try to fit: defined
+    and checked here, once (``CompactionSettings`` has them as its own fields)."""
 
     keep_recent_results: int = 2
+    """Newest tool results never masked."""
     keep_task: bool = True
+    """The first user message (an agent's task) is pinned."""
     keep_user_turns: bool = True
+    """User messages are summarized or dropped only after everything else."""
     digest_tokens: int = DEFAULT_DIGEST_TOKENS
+    """What a masked tool result keeps of its text (0: the bare hashed stub)."""
     max_result_tokens: int | None = None
+    """A tool result over this many tokens is clipped to its head and tail before anything is
+    masked (None: ``max_result_share`` of the budget)."""
     max_result_share: float = 0.25
+    """A tool result over this share of the budget is clipped (unless ``max_result_tokens``)."""
     on_summary_error: OnSummaryError = "raise"
+    """``"raise"`` a failed or unusable summary, or ``"fallback"`` to a plan without summaries."""
     strict: bool = False
+    """Refuse (``BudgetUnsatisfiable``) instead of relaxing ``keep_recent`` and clipping the
+    newest results when the protected turns alone do not fit."""
     observations: ObservationRule = "auto"
+    """Which user messages carry tool output (an agent loop's observations) and are treated as
+    tool results: ``"auto"`` (right after the assistant's action and shaped like output),
+    ``"after_assistant"``, ``"none"``, or a callable ``(message, index) -> bool``."""
     digest: DigestStyle = "identifiers"
+    """What a masked result's digest keeps: what it names (``"identifiers"``: error types,
+    codes, paths, symbols, numbers) or its salient lines (``"lines"``)."""
     give_way: GiveWay = "value"
+    """Which results are masked and dropped first: ``"value"`` (those no later turn refers back
+    to, and results before the agent's own steps) or ``"oldest"``."""
 
     def __post_init__(self) -> None:
         for name in ("keep_task", "keep_user_turns", "strict"):
@@ -110,6 +108,15 @@ class PolicyOptions:
             if getattr(self, name) not in allowed:
                 raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}",
                                       {"field": name})
+
+    def chain_options(self, **changes: Any) -> PolicyOptions:
+        """These options alone (a settings value's too), with ``changes`` over them."""
+        values = {name: getattr(self, name) for name in OPTION_NAMES}
+        return PolicyOptions(**{**values, **changes})
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(PolicyOptions.__dataclass_fields__)
+"""The chain's options, in their order."""
 
 
 def _whole(value: Any, name: str, minimum: int) -> None:

@@ -46,7 +46,6 @@ from ..planning import (
     HistoryFormat,
     Job,
     OnSummaryError,
-    PolicyOptions,
     Replacement,
     given,
     resolve_budget,
@@ -187,7 +186,6 @@ class CompactionSession:
         self.format = format
         self.model = check_model(model)
         self.settings = CompactionSettings.of(settings, **keywords)
-        self._options = self.settings.policy_options()
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
@@ -467,9 +465,8 @@ class CompactionSession:
         return self._start(projected, call.budget, call, strict=self.strict)
 
     def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
-        options = self._options if strict == self.strict else PolicyOptions(
-            **{**{name: getattr(self._options, name)
-                  for name in PolicyOptions.__dataclass_fields__}, "strict": strict})
+        options = (self.settings if strict == self.strict
+                   else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
         return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
