@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Literal, Self, TypedDict, TypeVar, Unpack, overload
 
 from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, ValidationError
 
 from .counting import chosen_estimator, prompt_budget
-from .fulfil import AnySummarizer
+from .fulfil import AnySummarizer, SummaryCache
 from .history import ObservationRule, PinSpec
 from .planning import (
     DigestStyle,
@@ -36,7 +36,9 @@ from .reports import CallReport
 from .stores import Store
 
 __all__ = [
+    "CompactKeywords",
     "CompactionSettings",
+    "PlanKeywords",
     "PlanningKeywords",
     "PrefixCheck",
     "ReportCallback",
@@ -45,6 +47,7 @@ __all__ = [
     "budget_or_window",
     "fraction_or_tokens",
     "planning_settings",
+    "settings_of",
 ]
 
 PrefixCheck = Literal["identity", "content"]
@@ -92,6 +95,24 @@ class SettingsKeywords(PlanningKeywords, total=False):
     check_prefix: PrefixCheck
     on_compaction: ReportCallback | None
     on_call: ReportCallback | None
+
+
+class PlanKeywords(PlanningKeywords, total=False):
+    """What every format's ``plan`` takes besides the history: the request's model, budget,
+    tools, the role a summary speaks in, and the settings (a value, with keywords over it)."""
+
+    model: str | None
+    budget: int | CompactionBudget | None
+    tools: Sequence[Any] | None
+    summary_role: str
+    settings: CompactionSettings | None
+
+
+class CompactKeywords(PlanKeywords, total=False):
+    """What every format's ``compact``/``acompact`` takes: ``plan``'s keywords and a cache of
+    summaries already paid for."""
+
+    summary_cache: SummaryCache | None
 
 
 _HINTS = {
@@ -403,3 +424,19 @@ class Setting(Generic[T]):
     def __set__(self, obj: object, value: T) -> None:
         raise AttributeError(f"{self._name} is a setting: make a new session with "
                              "settings.replace(...) to change it")
+
+
+REQUEST_NAMES: frozenset[str] = frozenset(CompactKeywords.__annotations__) - frozenset(
+    SettingsKeywords.__annotations__) - {"settings"}
+"""The keywords of ``plan``/``compact`` that are the request's, not settings."""
+
+
+def settings_of(options: Mapping[str, Any], where: str,
+                own: Iterable[str] = ()) -> CompactionSettings:
+    """The settings a ``plan``/``compact`` call runs with: its ``settings`` value with the
+    keywords that are settings over it; the request's keywords (``REQUEST_NAMES``, and a
+    format's ``own``) are not, and any other name is refused by name."""
+    request = REQUEST_NAMES.union(own)
+    keywords = {name: value for name, value in options.items()
+                if name not in request and name != "settings"}
+    return planning_settings(options.get("settings"), keywords, where)

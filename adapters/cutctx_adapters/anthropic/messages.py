@@ -37,27 +37,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, CompactionBudget, Role, TokenEstimator, ValidationError
+from cutctx import Action, Role, TokenEstimator, ValidationError
 
 from ..counting import CalibratedEstimator, estimator_for, scale_to_total
-from ..fulfil import SummaryCache
 from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from ..planning import (
     FormatResult,
     HistoryFormat,
     Job,
-    arun,
+    acompacted,
+    compacted,
     deferral,
     deferred_budget,
     given,
-    narrowed,
     reply_allowance,
     resolve_budget,
-    run,
     server_held,
     start,
 )
-from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
+from ..settings import (
+    CompactionSettings,
+    CompactKeywords,
+    PlanKeywords,
+    budget_or_window,
+    settings_of,
+)
 from ._codec import (
     DEFAULT_MODEL,
     MAX_CACHE_BREAKPOINTS,
@@ -90,6 +94,8 @@ __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_ROLES",
     "MessagesCodec",
+    "MessagesCompactKeywords",
+    "MessagesKeywords",
     "MessagesResult",
     "acompact",
     "acount_tokens",
@@ -201,14 +207,15 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
                      counter.text_estimator)
 
 
-def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: CompactionSettings,
-         summary_role: str, model: str | None, context_management: Any) -> Job:
-    options = settings
-    conv = _conversion(prepared.request, prepared.parts, settings.pin, summary_role,
-                       options.keep_task, prepared.estimator.estimate_tokens)
+def _job(prepared: _Prepared, settings: CompactionSettings, options: MessagesKeywords) -> Job:
+    model = options.get("model", DEFAULT_MODEL)
+    budget = budget_or_window(options.get("budget"), settings, model)
+    conv = _conversion(prepared.request, prepared.parts, settings.pin,
+                       options.get("summary_role", "user"), settings.keep_task,
+                       prepared.estimator.estimate_tokens)
     summarizer = settings.summarizer
-    deferred = deferral({"context_management": context_management}, _server_compaction,
-                        settings.defer_to_server)
+    deferred = deferral({"context_management": options.get("context_management")},
+                        _server_compaction, settings.defer_to_server)
     if deferred is not None:
         budget, summarizer = deferred_budget(budget, model, settings.reserve), None
 
@@ -221,7 +228,7 @@ def _job(prepared: _Prepared, budget: int | CompactionBudget, settings: Compacti
             estimator=prepared.estimator,
             overhead=prepared.overhead + extra,
             result_fields=lambda rendered: {"system": rendered[0], "messages": rendered[1]},
-            options=options,
+            options=settings,
             stub_pad=prepared.stub_pad,
             measure=prepared.measure,
             drop_covered=True,  # the API takes a compaction only as the first block
@@ -290,21 +297,25 @@ async def acount_tokens(
     return prepared.measure((prepared.request.system, prepared.request.messages))
 
 
-def plan(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    calibration: float | None = None,
-    summary_role: str = "user",
-    exact_count: Any = None,
-    context_management: Mapping[str, Any] | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> Job:
+class MessagesKeywords(PlanKeywords, total=False):
+    """``plan``'s keywords for Messages: the request's ``system``, ``thinking`` and
+    ``context_management`` too, the Claude ``calibration``, and ``exact_count`` (a client)."""
+
+    system: Any
+    thinking: Mapping[str, Any] | None
+    calibration: float | None
+    exact_count: Any
+    context_management: Mapping[str, Any] | None
+
+
+class MessagesCompactKeywords(MessagesKeywords, CompactKeywords, total=False):
+    """``compact``'s keywords for Messages."""
+
+
+_OWN = ("system", "thinking", "calibration", "exact_count", "context_management")
+
+
+def plan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the transcript (system included) gets it minus the
@@ -325,38 +336,35 @@ def plan(
     says why), and fitted without summaries above it; ``defer_to_server=False`` compacts as
     usual.
     """
-    chosen = planning_settings(settings, keywords, "messages.plan")
-    prepared = _prepare(history, system, model, tools, thinking, chosen.estimator, calibration)
-    if exact_count is not None:
-        body = _count_body(prepared.request, model, thinking)
-        prepared = prepared.scaled(_exact(exact_count, body))
-    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
-                context_management)
+    prepared, chosen = _read(history, options)
+    client = options.get("exact_count")
+    if client is not None:
+        prepared = prepared.scaled(_exact(client, _body(prepared, options)))
+    return _job(prepared, chosen, options)
 
 
-async def aplan(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    calibration: float | None = None,
-    summary_role: str = "user",
-    exact_count: Any = None,
-    context_management: Mapping[str, Any] | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> Job:
+async def aplan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> Job:
     """``plan``, awaiting the exact count of an ``AsyncAnthropic`` client (a sync one works)."""
-    chosen = planning_settings(settings, keywords, "messages.aplan")
-    prepared = _prepare(history, system, model, tools, thinking, chosen.estimator, calibration)
-    if exact_count is not None:
-        body = _count_body(prepared.request, model, thinking)
-        prepared = prepared.scaled(await _aexact(exact_count, body))
-    return _job(prepared, budget_or_window(budget, chosen, model), chosen, summary_role, model,
-                context_management)
+    prepared, chosen = _read(history, options)
+    client = options.get("exact_count")
+    if client is not None:
+        prepared = prepared.scaled(await _aexact(client, _body(prepared, options)))
+    return _job(prepared, chosen, options)
+
+
+def _read(history: Sequence[Any], options: MessagesKeywords
+          ) -> tuple[_Prepared, CompactionSettings]:
+    """The settings of a ``plan`` call, and its request validated and estimated."""
+    chosen = settings_of(options, "messages.compact", _OWN)
+    prepared = _prepare(history, options.get("system"), options.get("model", DEFAULT_MODEL),
+                        options.get("tools"), options.get("thinking"), chosen.estimator,
+                        options.get("calibration"))
+    return prepared, chosen
+
+
+def _body(prepared: _Prepared, options: MessagesKeywords) -> dict[str, Any]:
+    return _count_body(prepared.request, options.get("model", DEFAULT_MODEL),
+                       options.get("thinking"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,22 +376,8 @@ class MessagesResult(FormatResult):
     messages: list[MessageParam] = field(default_factory=list)
 
 
-def compact(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    calibration: float | None = None,
-    summary_role: str = "user",
-    exact_count: Any = None,
-    context_management: Mapping[str, Any] | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> MessagesResult:
+def compact(history: Sequence[Any],
+            **options: Unpack[MessagesCompactKeywords]) -> MessagesResult:
     """Compact a Messages history (and ``system``) to ``budget`` prompt tokens.
 
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
@@ -391,37 +385,13 @@ def compact(
     ``result.messages`` are ready to send. See ``plan`` for the settings. An appended
     ``Message`` (the SDK's response object) is read as its role and content.
     """
-    chosen = planning_settings(settings, keywords, "messages.compact")
-    job = plan(history, system=system, model=model, budget=budget, tools=tools,
-               thinking=thinking, calibration=calibration, summary_role=summary_role,
-               exact_count=exact_count, context_management=context_management,
-               settings=chosen)
-    return narrowed(run(job, chosen.summarizer, summary_cache), MessagesResult, model)
+    return compacted(plan, history, options, MessagesResult, DEFAULT_MODEL)
 
 
-async def acompact(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    calibration: float | None = None,
-    summary_role: str = "user",
-    exact_count: Any = None,
-    context_management: Mapping[str, Any] | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> MessagesResult:
+async def acompact(history: Sequence[Any],
+                   **options: Unpack[MessagesCompactKeywords]) -> MessagesResult:
     """``compact`` with an async (or sync) summarizer and ``exact_count`` client."""
-    chosen = planning_settings(settings, keywords, "messages.acompact")
-    job = await aplan(history, system=system, model=model, budget=budget, tools=tools,
-                      thinking=thinking, calibration=calibration, summary_role=summary_role,
-                      exact_count=exact_count, context_management=context_management,
-               settings=chosen)
-    return narrowed(await arun(job, chosen.summarizer, summary_cache), MessagesResult, model)
+    return await acompacted(aplan, history, options, MessagesResult, DEFAULT_MODEL)
 
 
 def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:

@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import CompactionBudget, Role, TokenEstimator
+from cutctx import Role, TokenEstimator
 
 from ..counting import chosen_estimator
-from ..fulfil import SummaryCache
 from ..history import (
     SUMMARY_HEADER,
     Conversion,
@@ -38,15 +37,14 @@ from ..planning import (
     FormatResult,
     HistoryFormat,
     Job,
-    arun,
+    acompacted,
+    compacted,
     given,
-    narrowed,
     reply_allowance,
     resolve_budget,
-    run,
     start,
 )
-from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
+from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 if TYPE_CHECKING:
@@ -361,31 +359,26 @@ def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenE
     return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools), estimator)
 
 
-def plan(
-    messages: Sequence[Any],
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    summary_role: str = "user",
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> Job:
+def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     ``budget``: the whole prompt's tokens (a ``CompactionBudget``: the history's alone); None:
-    the model's window (``window=``, else the built-in table) less ``reserve``. The other
-    settings (``summarizer``, ``policy``, ``pin``, ``keep_recent``, ``estimator``, the chain's
-    options) are ``CompactionSettings`` fields, given as ``settings=`` and/or keywords.
+    the model's window (``window=``, else the built-in table) less ``reserve``. ``model``
+    (default ``DEFAULT_MODEL``) says what the counts are for. The other settings
+    (``summarizer``, ``policy``, ``pin``, ``keep_recent``, ``estimator``, the chain's options)
+    are ``CompactionSettings`` fields, given as ``settings=`` and/or keywords.
     """
-    chosen = planning_settings(settings, keywords, "chat.plan")
+    chosen = settings_of(options, "chat.compact")
+    model = options.get("model", DEFAULT_MODEL)
     counter = chosen_estimator(chosen.estimator, model)
-    conv = to_transcript(messages, estimator=counter, pin=chosen.pin, summary_role=summary_role,
+    conv = to_transcript(messages, estimator=counter, pin=chosen.pin,
+                         summary_role=options.get("summary_role", "user"),
                          keep_task=chosen.keep_task)
-    overhead = overhead_tokens(tools, counter)
+    overhead = overhead_tokens(options.get("tools"), counter)
+    budget = budget_or_window(options.get("budget"), chosen, model)
     return start(
         conv,
-        resolve_budget(budget_or_window(budget, chosen, model), overhead, chosen.keep_recent),
+        resolve_budget(budget, overhead, chosen.keep_recent),
         policy=chosen.policy,
         summarizer=chosen.summarizer,
         estimator=counter,
@@ -413,44 +406,18 @@ class ChatResult(FormatResult):
     messages: list[ChatCompletionMessageParam] = field(default_factory=list)
 
 
-def compact(
-    messages: Sequence[Any],
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    summary_role: str = "user",
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ChatResult:
+def compact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> ChatResult:
     """Compact a Chat Completions history to ``budget`` prompt tokens.
 
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    chosen = planning_settings(settings, keywords, "chat.compact")
-    job = plan(messages, model=model, budget=budget, tools=tools, summary_role=summary_role,
-               settings=chosen)
-    return narrowed(run(job, chosen.summarizer, summary_cache), ChatResult, model)
+    return compacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
-async def acompact(
-    messages: Sequence[Any],
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    summary_role: str = "user",
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ChatResult:
+async def acompact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> ChatResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    chosen = planning_settings(settings, keywords, "chat.acompact")
-    job = plan(messages, model=model, budget=budget, tools=tools, summary_role=summary_role,
-               settings=chosen)
-    return narrowed(await arun(job, chosen.summarizer, summary_cache), ChatResult, model)
+    return await acompacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
 FORMAT = HistoryFormat(

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
-from cutctx import CompactionBudget, Role, TokenEstimator, ValidationError
+from cutctx import Role, TokenEstimator, ValidationError
 
 from ..counting import chosen_estimator
-from ..fulfil import SummaryCache
 from ..history import (
     BOUNDARY_KIND,
     SUMMARY_HEADER,
@@ -41,18 +40,17 @@ from ..planning import (
     FormatResult,
     HistoryFormat,
     Job,
-    arun,
+    acompacted,
+    compacted,
     deferral,
     deferred_budget,
     given,
-    narrowed,
     reply_allowance,
     resolve_budget,
-    run,
     server_held,
     start,
 )
-from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
+from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
 from ..tiktoken import TiktokenEstimator
 from ._responses_tokens import (
     ITEM_TOKENS,
@@ -71,6 +69,8 @@ __all__ = [
     "FORMAT",
     "INSTRUCTIONS_TURN_ID",
     "ResponsesCodec",
+    "ResponsesCompactKeywords",
+    "ResponsesKeywords",
     "ResponsesResult",
     "acompact",
     "compact",
@@ -660,18 +660,22 @@ def count_tokens(
     return conv.transcript.token_estimate() + overhead_tokens(tools, counter, model)
 
 
-def plan(
-    input_items: str | Sequence[Any],
-    *,
-    instructions: str | None = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    summary_role: str = "user",
-    context_management: Sequence[Any] | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> Job:
+class ResponsesKeywords(PlanKeywords, total=False):
+    """``plan``'s keywords for Responses: the request's ``instructions`` and
+    ``context_management`` too."""
+
+    instructions: str | None
+    context_management: Sequence[Any] | None
+
+
+class ResponsesCompactKeywords(ResponsesKeywords, CompactKeywords, total=False):
+    """``compact``'s keywords for Responses."""
+
+
+_OWN = ("instructions", "context_management")
+
+
+def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords]) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
@@ -682,16 +686,19 @@ def plan(
     while it fits the model's own limit (``result.deferred`` says why), and fitted without
     summaries above it; ``defer_to_server=False`` compacts as usual.
     """
-    chosen = planning_settings(settings, keywords, "responses.plan")
-    goal, summarizer = budget_or_window(budget, chosen, model), chosen.summarizer
-    deferred = deferral({"context_management": context_management, "input": input_items},
-                        _server_compaction, chosen.defer_to_server)
+    chosen = settings_of(options, "responses.compact", _OWN)
+    model = options.get("model", DEFAULT_MODEL)
+    goal, summarizer = budget_or_window(options.get("budget"), chosen, model), chosen.summarizer
+    request = {"context_management": options.get("context_management"), "input": input_items}
+    deferred = deferral(request, _server_compaction, chosen.defer_to_server)
     if deferred is not None:
         goal, summarizer = deferred_budget(goal, model, chosen.reserve), None
     counter = chosen_estimator(chosen.estimator, model)
-    conv = to_transcript(input_items, instructions=instructions, model=model, estimator=counter,
-                         pin=chosen.pin, summary_role=summary_role, keep_task=chosen.keep_task)
-    overhead = overhead_tokens(tools, counter, model)
+    conv = to_transcript(input_items, instructions=options.get("instructions"), model=model,
+                         estimator=counter, pin=chosen.pin,
+                         summary_role=options.get("summary_role", "user"),
+                         keep_task=chosen.keep_task)
+    overhead = overhead_tokens(options.get("tools"), counter, model)
     return start(
         conv,
         resolve_budget(goal, overhead, chosen.keep_recent),
@@ -736,50 +743,20 @@ class ResponsesResult(FormatResult):
     input: str | list[ResponseInputItemParam] = ""
 
 
-def compact(
-    input_items: str | Sequence[Any],
-    *,
-    instructions: str | None = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    summary_role: str = "user",
-    context_management: Sequence[Any] | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ResponsesResult:
+def compact(input_items: str | Sequence[Any],
+            **options: Unpack[ResponsesCompactKeywords]) -> ResponsesResult:
     """Compact a Responses ``input`` to ``budget`` prompt tokens.
 
     Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    chosen = planning_settings(settings, keywords, "responses.compact")
-    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
-               summary_role=summary_role, context_management=context_management,
-               settings=chosen)
-    return narrowed(run(job, chosen.summarizer, summary_cache), ResponsesResult, model)
+    return compacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
-async def acompact(
-    input_items: str | Sequence[Any],
-    *,
-    instructions: str | None = None,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    tools: Sequence[Any] | None = None,
-    summary_role: str = "user",
-    context_management: Sequence[Any] | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ResponsesResult:
+async def acompact(input_items: str | Sequence[Any],
+                   **options: Unpack[ResponsesCompactKeywords]) -> ResponsesResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    chosen = planning_settings(settings, keywords, "responses.acompact")
-    job = plan(input_items, instructions=instructions, model=model, budget=budget, tools=tools,
-               summary_role=summary_role, context_management=context_management,
-               settings=chosen)
-    return narrowed(await arun(job, chosen.summarizer, summary_cache), ResponsesResult, model)
+    return await acompacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
 def _server_compaction(request: Mapping[str, Any]) -> str | None:

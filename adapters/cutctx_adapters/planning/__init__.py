@@ -15,7 +15,17 @@ from ._format import (
     reply_allowance,
     server_held,
 )
-from ._pipeline import Job, arun, resolve_budget, run, start, stub_estimator, summary_check
+from ._pipeline import (
+    Job,
+    acompacted,
+    arun,
+    compacted,
+    resolve_budget,
+    run,
+    start,
+    stub_estimator,
+    summary_check,
+)
 from ._policy import (
     DEFAULT_DIGEST_TOKENS,
     DigestStyle,
@@ -38,8 +48,10 @@ __all__ = [
     "OnSummaryError",
     "PolicyOptions",
     "Replacement",
+    "acompacted",
     "arun",
     "choose_policy",
+    "compacted",
     "deferral",
     "deferred_budget",
     "given",

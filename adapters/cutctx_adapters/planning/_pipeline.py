@@ -8,9 +8,10 @@ rendered request against the budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from cutctx import (
     REPLACEMENT_KINDS,
@@ -33,11 +34,13 @@ from ..history import KIND_KEY, Conversion, covered_turns, uncovered
 from ..prompts import SUMMARY_TOLERANCE, allowed_tokens
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
-from ._results import CompactionResult, Replacement
+from ._results import CompactionResult, FormatResult, Replacement, narrowed
 
 __all__ = [
     "Job",
+    "acompacted",
     "arun",
+    "compacted",
     "resolve_budget",
     "run",
     "start",
@@ -45,6 +48,9 @@ __all__ = [
     "summary_check",
 ]
 
+
+
+R = TypeVar("R", bound=FormatResult)
 
 
 class _PaddedEstimator:
@@ -138,6 +144,8 @@ class Job:
     """The history's own conversion, when ``conversion`` leaves out what ``covered`` names."""
     deferred: str | None = None
     """Why compaction is left to the provider (see ``CompactionResult.deferred``)."""
+    summarizer: AnySummarizer | None = None
+    """The summarizer the plan was made with (None when it summarizes nothing)."""
 
 
 def start(
@@ -145,7 +153,7 @@ def start(
     budget: CompactionBudget,
     *,
     policy: CompactionPolicy | None,
-    summarizer: object | None,
+    summarizer: AnySummarizer | None,
     estimator: TokenEstimator,
     overhead: int,
     result_fields: Callable[[Any], Mapping[str, Any]],
@@ -191,7 +199,7 @@ def start(
                options.on_summary_error, fallback, chosen, measure,
                fitted.budget.max_tokens + overhead, fitted.protection_relaxed, fit, budget,
                fitted.results_relaxed, fitted.clipped, covered,
-               whole if covered else None, deferred)
+               whole if covered else None, deferred, summarizer)
 
 
 def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...]:
@@ -407,3 +415,24 @@ async def arun(job: Job, summarizer: AnySummarizer | None = None,
     except StopIteration as done:
         result: CompactionResult = done.value
         return result
+
+
+def compacted(plan: Callable[..., Job], history: Any, options: Mapping[str, Any],
+              kind: type[R], default_model: str) -> R:
+    """A format's ``compact``: its ``plan`` of ``history`` with ``options`` (all but the
+    ``summary_cache``), fulfilled and applied, as the format's own result class."""
+    planning = {name: value for name, value in options.items() if name != "summary_cache"}
+    job = plan(history, **planning)
+    result = run(job, job.summarizer, options.get("summary_cache"))
+    return narrowed(result, kind, planning.get("model", default_model))
+
+
+async def acompacted(plan: Callable[..., Job | Awaitable[Job]], history: Any,
+                     options: Mapping[str, Any], kind: type[R], default_model: str) -> R:
+    """``compacted``, awaiting the plan (when it is a coroutine) and the summaries."""
+    planning = {name: value for name, value in options.items() if name != "summary_cache"}
+    job = plan(history, **planning)
+    if inspect.isawaitable(job):
+        job = await job
+    result = await arun(job, job.summarizer, options.get("summary_cache"))
+    return narrowed(result, kind, planning.get("model", default_model))
