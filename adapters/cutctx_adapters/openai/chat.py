@@ -4,8 +4,9 @@ One message is one turn. system/developer → SYSTEM, user → USER, assistant �
 tool/function → TOOL; an assistant's tool calls and every tool message answering them form one
 exchange. Kept messages render back byte-for-byte (unknown keys included).
 
+>>> from cutctx import CharRatioEstimator
 >>> history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
->>> conv = to_transcript(history, estimator=_Chars())
+>>> conv = to_transcript(history, estimator=CharRatioEstimator())
 >>> conv.render(conv.transcript) == history
 True
 """
@@ -31,7 +32,6 @@ from ..history import (
     extend,
     invalid,
     plain_tools,
-    to_plain,
 )
 from ..planning import (
     FormatResult,
@@ -45,6 +45,7 @@ from ..planning import (
     start,
 )
 from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
+from ._shared import NO_COUNT, OpenAICodec, plain_items
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 if TYPE_CHECKING:
@@ -75,27 +76,13 @@ _ROLES = {
 _NOUN = "message"
 DEFAULT_MODEL = "gpt-4o"
 """The model counts are for when a call names none (``result.model`` says so)."""
-SUMMARY_ROLES = ("user", "assistant", "system", "developer")
 
 
-class _Chars:
-    """A tiny estimator for doctests (4 characters a token)."""
-
-    def estimate_tokens(self, text: str) -> int:
-        return (len(text) + 3) // 4
-
-
-class ChatCodec:
+class ChatCodec(OpenAICodec):
     """The Chat Completions format: what is specific to it, and nothing else."""
 
     noun = _NOUN
     id_prefix = "m"
-
-    def __init__(self, summary_role: str = "user") -> None:
-        if summary_role not in SUMMARY_ROLES:
-            raise invalid("option", 0, "summary_role", "summary_role",
-                          f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
-        self.summary_role = summary_role
 
     def render_masked(self, part: Part, stub: str) -> Any:
         payload = copy_plain(part.payload)
@@ -119,9 +106,6 @@ class ChatCodec:
 
     def text_block(self, text: str) -> Any:
         return {"type": "text", "text": text}
-
-    def render_summary(self, text: str, replaced: int) -> Any:
-        return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
 
     def assemble(self, rendered: list[tuple[Part | None, Any]]) -> list[dict[str, Any]]:
         return [payload for _, payload in rendered]
@@ -278,10 +262,7 @@ def _refuse_response(message: Mapping[str, Any], index: int) -> None:
 
 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-        raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
-    return [to_plain(message, where=f"{_NOUN} {index}", index=index)
-            for index, message in enumerate(messages)]
+    return plain_items(messages, _NOUN, "messages", "messages must be a list")
 
 
 def to_transcript(
@@ -330,15 +311,7 @@ def _ends_closed(conv: Conversion[Any] | Growing[Any]) -> bool:
 
 def validate(messages: Sequence[Any]) -> None:
     """Raise ``cutctx.ValidationError`` if the API would reject these messages' structure."""
-    _parts(_plain_messages(messages), _ZERO)
-
-
-class _Zero:
-    def estimate_tokens(self, text: str) -> int:
-        return 0
-
-
-_ZERO = _Zero()
+    _parts(_plain_messages(messages), NO_COUNT)
 
 
 def count_tokens(
