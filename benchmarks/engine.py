@@ -196,8 +196,8 @@ def describe(plan: CompactionPlan) -> str:
         counts[action.action] += 1
     parts = [f"{counts[k]} {k.value}" for k in Action if counts[k] and k is not Action.KEEP]
     verdict = " UNMET" if plan.budget_unmet else ""
-    return (", ".join(parts) or "keep all") + f"; {plan.tokens_before:,} -> " \
-        f"{plan.tokens_after_estimate:,}{verdict}"
+    return ((", ".join(parts) or "keep all") + f"; {plan.tokens_before:,} -> "
+         f"{plan.tokens_after_estimate:,}{verdict}")
 
 
 def main() -> None:

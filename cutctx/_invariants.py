@@ -301,7 +301,7 @@ def _check_arithmetic(plan: PlanFields, transcript: Transcript) -> None:
 def _check_excerpts(actions: tuple[TurnAction, ...], transcript: Transcript) -> None:
     for action, turn in zip(actions, transcript.turns, strict=True):
         replacement = action.replacement
-        if replacement is not None and replacement.excerpt \
-                and replacement.excerpt[-1][1] > len(turn.content):
+        if (replacement is not None and replacement.excerpt
+                and replacement.excerpt[-1][1] > len(turn.content)):
             raise _fail("excerpt_in_turn", "a replacement's excerpt must lie within its turn's "
                         "content", turn_id=turn.turn_id)

@@ -60,8 +60,8 @@ def assert_sendable(system: Any, out: Sequence[Mapping[str, Any]], original: Seq
     assert out[0]["role"] == "user"
     for before, after in itertools.pairwise(out):
         if before["role"] == after["role"]:  # only as the caller wrote them, never made so
-            assert _given_neighbours(original, before, after), \
-                "consecutive same-role messages made by compaction"
+            made = "consecutive same-role messages made by compaction"
+            assert _given_neighbours(original, before, after), made
     markers = 0
     if isinstance(system, list):
         markers += sum("cache_control" in block for block in system)

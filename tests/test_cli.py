@@ -64,8 +64,8 @@ class Run:
     stderr: str
 
     def explain(self) -> str:
-        return f"cutctx {' '.join(self.args)} → {self.code}\nstdout:\n{self.stdout[-3000:]}\n" \
-               f"stderr:\n{self.stderr[-3000:]}"
+        return (f"cutctx {' '.join(self.args)} → {self.code}\nstdout:\n{self.stdout[-3000:]}\n"
+                f"stderr:\n{self.stderr[-3000:]}")
 
 
 def _format_name(path: Path) -> str:
@@ -267,8 +267,8 @@ def test_compact_is_valid_and_same_shape(runs: Runs, path: Path) -> None:
     assert run.code in (0, 1), run.explain()
     report = json.loads(run.stdout)["report"]
     if _total_tokens(path) - _tight_budget(path) > 4 * _SLACK:
-        assert report["masked_turn_ids"] or report["summarized_turn_ids"] or \
-            report["dropped_turn_ids"]
+        assert (report["masked_turn_ids"] or report["summarized_turn_ids"] or
+             report["dropped_turn_ids"])
     out_path = runs.tmp / path.name
     original = json.loads(path.read_text(encoding="utf-8"))
     written = json.loads(out_path.read_text(encoding="utf-8"))
@@ -286,14 +286,14 @@ def _assert_same_shape(original: Any, written: Any) -> None:
         return
     if "request" in original and "messages" not in original and "input" not in original:
         assert list(written) == list(original)
-        assert {k: v for k, v in written.items() if k != "request"} == \
-            {k: v for k, v in original.items() if k != "request"}
+        assert ({k: v for k, v in written.items() if k != "request"} ==
+             {k: v for k, v in original.items() if k != "request"})
         _assert_same_shape(original["request"], written["request"])
         return
     history = ("input", "instructions", "messages", "system")
     assert [k for k in written if k not in history] == [k for k in original if k not in history]
-    assert {k: v for k, v in written.items() if k not in history} == \
-        {k: v for k, v in original.items() if k not in history}
+    assert ({k: v for k, v in written.items() if k not in history} ==
+         {k: v for k, v in original.items() if k not in history})
 
 
 # --- bad input, in a subprocess -------------------------------------------------------------------
@@ -414,8 +414,8 @@ def test_inspect_under_pressure(tiktoken_cache: Path, capsys: pytest.CaptureFixt
     if _total_tokens(path) - _tight_budget(path) > 4 * _SLACK:
         assert data["tokens_after"] < data["tokens_before"]
     planned = [turn for turn in data["turns"] if turn["action"] != "summary"]
-    assert [turn["turn_id"] for turn in planned] == \
-        [action["turn_id"] for action in data["plan"]["actions"]]
+    assert ([turn["turn_id"] for turn in planned] ==
+         [action["turn_id"] for action in data["plan"]["actions"]])
     code, out, _ = _main(capsys, "inspect", path, "--budget", _tight_budget(path),
                          "--keep-recent", "2", "--all")
     assert data["report"]["plan_hash"] in out

@@ -122,8 +122,8 @@ def test_a_server_held_conversation_is_passed_through_with_a_report() -> None:
     with fw.scripted_api(3) as api:
         Runner.run_sync(_agent(), fw.TASK, max_turns=10, run_config=config,
                         auto_previous_response_id=True)
-    assert [body.get("previous_response_id") for body in api.sent][1:] == \
-        ["resp_0", "resp_1", "resp_2"]
+    assert ([body.get("previous_response_id") for body in api.sent][1:] ==
+         ["resp_0", "resp_1", "resp_2"])
     for given, out in spy.calls[1:]:  # only what the server has not seen: tool outputs
         assert out.input == given and all(a is b for a, b in zip(out.input, given, strict=True))
     report = spy.inner.last_report

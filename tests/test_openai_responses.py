@@ -525,24 +525,24 @@ def gpt5() -> TiktokenEstimator:
 
 def test_messages_count_like_chat_messages(gpt5: TiktokenEstimator) -> None:
     count = gpt5.estimate_tokens
-    assert item_tokens(user("tiktoken is great!"), gpt5) == 3 + count("user") + \
-        count("tiktoken is great!")
+    assert (item_tokens(user("tiktoken is great!"), gpt5) == 3 + count("user") +
+         count("tiktoken is great!"))
     typed = said("Hello there.")
     assert item_tokens(typed, gpt5) == ITEM_TOKENS + count("assistant") + count("Hello there.")
 
 
 def test_function_calls_count_name_and_arguments(gpt5: TiktokenEstimator) -> None:
     count = gpt5.estimate_tokens
-    assert item_tokens(fc("c1"), gpt5) == ITEM_TOKENS + TOOL_CALL_TOKENS + \
-        count("get_weather") + count('{"city":"Oslo"}')
+    assert (item_tokens(fc("c1"), gpt5) == ITEM_TOKENS + TOOL_CALL_TOKENS +
+         count("get_weather") + count('{"city":"Oslo"}'))
     assert item_tokens(out("c1", "sunny"), gpt5) == ITEM_TOKENS + count("sunny")
 
 
 def test_reasoning_counts_its_summary_and_its_sealed_size(gpt5: TiktokenEstimator) -> None:
     sealed = "gAAAAAB" + "z" * 993
     item = thought("rs_1", "Weighing options.", sealed)
-    assert item_tokens(item, gpt5) == ITEM_TOKENS + gpt5.estimate_tokens("Weighing options.") + \
-        math.ceil(len(sealed) / ENCRYPTED_CHARS_PER_TOKEN)
+    assert (item_tokens(item, gpt5) == ITEM_TOKENS + gpt5.estimate_tokens("Weighing options.") +
+         math.ceil(len(sealed) / ENCRYPTED_CHARS_PER_TOKEN))
     assert item_tokens(thought("rs_2", None, ""), gpt5) == ITEM_TOKENS
 
 
@@ -578,8 +578,8 @@ def test_count_tokens_is_transcript_plus_priming_plus_tools() -> None:
                                    estimator=gpt5)
     total = responses.count_tokens(REQUEST["input"], instructions=REQUEST["instructions"],
                                    tools=REQUEST["tools"], estimator=gpt5)
-    assert total == conv.transcript.token_estimate() + REPLY_PRIMING_TOKENS + \
-        request_tools_tokens(REQUEST["tools"], gpt5)
+    assert (total == conv.transcript.token_estimate() + REPLY_PRIMING_TOKENS +
+         request_tools_tokens(REQUEST["tools"], gpt5))
     assert responses.count_tokens(REQUEST["input"], instructions=REQUEST["instructions"],
                                   tools=REQUEST["tools"]) == total
 

@@ -211,9 +211,9 @@ def _is_masked_version(item: dict[str, Any], original: dict[str, Any]) -> bool:
         body = "\n".join(part.get("text", "") for part in body)
     replaced = isinstance(body, str) and (body.startswith((STUB, "[duplicate tool result:"))
                                           or "[... cutctx clipped this tool result:" in body)
-    return replaced and \
-        {k: v for k, v in item.items() if k != "output"} == \
-        {k: v for k, v in original.items() if k != "output"}
+    return (replaced and
+         {k: v for k, v in item.items() if k != "output"} ==
+         {k: v for k, v in original.items() if k != "output"})
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -608,8 +608,8 @@ def compacted_histories(draw: st.DrawFn) -> dict[str, Any]:
     history = case["messages"]
     counter = iter(range(10_000))
     for message in history:
-        if message["role"] == "assistant" and isinstance(message["content"], list) \
-                and draw(st.integers(0, 2)) == 0:
+        if (message["role"] == "assistant" and isinstance(message["content"], list)
+                 and draw(st.integers(0, 2)) == 0):
             tool_id = f"srvtoolu_{next(counter)}"
             at = 1 if message["content"][0]["type"] == "thinking" else 0
             message["content"][at:at] = [

@@ -200,8 +200,8 @@ def test_through_compactions_every_call_sends_what_a_fresh_worker_sends(name: st
             request = reordered(request)
         prepared = long_lived.prepare(request)
         decisions.add(prepared.report.decision)
-        assert json.dumps(prepared.request) == json.dumps(worker().prepare(request).request), \
-            index
+        fresh = worker().prepare(request).request
+        assert json.dumps(prepared.request) == json.dumps(fresh), index
     assert {"compacted", "appended"} <= decisions
 
 

@@ -455,15 +455,15 @@ def over_trigger(tag: str) -> Messages:
 def test_max_views_evicts_the_least_recently_used_view() -> None:
     compactor = session(CountingSummarizer(), max_views=2)
     for tag in ("x", "y", "z"):
-        assert compactor.prepare(model=MODEL, messages=over_trigger(tag)).report.decision == \
-            "compacted"
+        assert (compactor.prepare(model=MODEL, messages=over_trigger(tag)).report.decision ==
+             "compacted")
         assert compactor.stored_views <= 2
     assert compactor.stored_views == 2
     more = [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
-    assert compactor.prepare(model=MODEL, messages=over_trigger("z") + more).report.decision \
-        == "appended"
-    assert compactor.prepare(model=MODEL, messages=over_trigger("x") + more).report.decision \
-        == "compacted"  # x was the least recently used: evicted
+    assert (compactor.prepare(model=MODEL, messages=over_trigger("z") + more).report.decision
+         == "appended")
+    assert (compactor.prepare(model=MODEL, messages=over_trigger("x") + more).report.decision
+            == "compacted")  # x was the least recently used: evicted
     assert compactor.stored_views == 2
 
 
@@ -486,8 +486,8 @@ def test_max_view_bytes_bounds_what_is_kept() -> None:
     assert compactor.prepare(model=MODEL, messages=history).report.decision == "compacted"
     assert compactor.stored_views == 0
     more = [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
-    assert compactor.prepare(model=MODEL, messages=history + more).report.decision == \
-        "compacted"
+    assert (compactor.prepare(model=MODEL, messages=history + more).report.decision ==
+         "compacted")
 
     roomy = session(CountingSummarizer())
     roomy.prepare(model=MODEL, messages=history)

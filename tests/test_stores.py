@@ -397,8 +397,8 @@ def test_redis_errors_become_store_unavailable(fresh_redis: RedisServer) -> None
     fresh_redis.kill()
     with pytest.raises(StoreUnavailable) as caught:
         store.get("k")
-    assert caught.value.details["store"] == "RedisStore(prefix='cutctx:', ttl=604800.0, " \
-                                            "max_value_bytes=8388608)"
+    assert (caught.value.details["store"] == "RedisStore(prefix='cutctx:', ttl=604800.0, "
+                                             "max_value_bytes=8388608)")
     assert caught.value.details["operation"] == "get"
     assert caught.value.details["cause"] == "ConnectionError"
 

@@ -380,8 +380,8 @@ def _check(settings: CompactionSettings) -> None:
         raise ValidationError("store must be a cutctx_adapters.stores store (get, put, claim, "
                               f"...), got {kind_of(settings.store)}", {"field": "store"})
     timeout = settings.summary_timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0 \
-            or timeout == float("inf"):
+    if (isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+            or timeout == float("inf")):
         raise ValidationError("summary_timeout must be a positive number of seconds",
                               {"field": "summary_timeout"})
 

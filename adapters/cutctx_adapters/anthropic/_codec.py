@@ -12,6 +12,25 @@ from ..history import SUMMARY_HEADER, Part, copy_plain, invalid
 from ._server_tools import RESULT_TYPES, stub_blocks
 from ._text import block_is_text, block_text
 
+__all__ = [
+    "ASSISTANT_ONLY",
+    "DEFAULT_MODEL",
+    "FINAL_TURN",
+    "MAX_CACHE_BREAKPOINTS",
+    "NOUN",
+    "OMITTED_NOTE",
+    "SUMMARY_ROLES",
+    "SYSTEM_MESSAGE",
+    "THINKING",
+    "MessagesCodec",
+    "Rendered",
+    "System",
+    "cache_markers",
+    "content_blocks",
+    "only_tool_results",
+    "starts_with_thinking",
+]
+
 System: TypeAlias = str | list[dict[str, Any]] | None
 Rendered: TypeAlias = tuple[System, list[dict[str, Any]]]
 
@@ -24,24 +43,24 @@ OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
 """The user text put first when compaction leaves an assistant message at the start."""
 MAX_CACHE_BREAKPOINTS = 4
 """The most ``cache_control`` markers the API accepts in one request."""
-_NOUN = "message"
-_THINKING = frozenset({"thinking", "redacted_thinking"})
-_ASSISTANT_ONLY = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use"})
-_FINAL_TURN = "anthropic:final-turn"
+NOUN = "message"
+THINKING = frozenset({"thinking", "redacted_thinking"})
+ASSISTANT_ONLY = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use"})
+FINAL_TURN = "anthropic:final-turn"
 SYSTEM_MESSAGE = "system_message"
 """The part kind of a ``role: "system"`` message in the list (rendered in place, never merged)."""
 
 
-def _blocks(content: Any) -> list[Any]:
+def content_blocks(content: Any) -> list[Any]:
     """Content as a list of blocks (a string is one text block; an empty string none)."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content) if isinstance(content, list) else []
 
 
-def _starts_with_thinking(content: Any) -> bool:
+def starts_with_thinking(content: Any) -> bool:
     return (isinstance(content, list) and bool(content) and isinstance(content[0], Mapping)
-            and content[0].get("type") in _THINKING)
+            and content[0].get("type") in THINKING)
 
 
 def _starts_with_compaction(message: Mapping[str, Any]) -> bool:
@@ -52,7 +71,7 @@ def _starts_with_compaction(message: Mapping[str, Any]) -> bool:
             and content[0].get("type") == "compaction")
 
 
-def _only_tool_results(content: Any) -> bool:
+def only_tool_results(content: Any) -> bool:
     return (isinstance(content, list) and bool(content)
             and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content))
 
@@ -60,7 +79,7 @@ def _only_tool_results(content: Any) -> bool:
 class MessagesCodec:
     """The Messages format: what is specific to it, and nothing else."""
 
-    noun = _NOUN
+    noun = NOUN
     id_prefix = "m"
 
     def __init__(self, summary_role: str = "user", *, system_kind: str | None = None,
@@ -89,7 +108,7 @@ class MessagesCodec:
         elif part.kind in RESULT_TYPES:
             payload["content"] = stub_blocks(payload["content"][0], stub)
         elif part.role is Role.ASSISTANT and isinstance(content, list):
-            keep = [b for b in content if b.get("type") in _THINKING]
+            keep = [b for b in content if b.get("type") in THINKING]
             calls = [b for b in content if b.get("type") == "tool_use"]
             payload["content"] = [*keep, {"type": "text", "text": stub}, *calls]
         elif isinstance(content, str):
@@ -186,16 +205,17 @@ def _merge_same_roles(drafts: list[tuple[int | None, dict[str, Any]]]) -> list[d
             last = source
             continue
         last = source if source is not None else last
-        first, second = _blocks(out[-1].get("content")), _blocks(message.get("content"))
+        first = content_blocks(out[-1].get("content"))
+        second = content_blocks(message.get("content"))
         if _starts_with_compaction(out[-1]):
             merged = first + second  # the compaction stays the conversation's first block
         elif message.get("role") == "user":
             combined = first + second
             merged = ([b for b in combined if b.get("type") == "tool_result"]
                       + [b for b in combined if b.get("type") != "tool_result"])
-        elif not _starts_with_thinking(first) and _starts_with_thinking(second):
+        elif not starts_with_thinking(first) and starts_with_thinking(second):
             lead = 0
-            while lead < len(second) and second[lead].get("type") in _THINKING:
+            while lead < len(second) and second[lead].get("type") in THINKING:
                 lead += 1
             merged = second[:lead] + first + second[lead:]
         else:
@@ -204,7 +224,7 @@ def _merge_same_roles(drafts: list[tuple[int | None, dict[str, Any]]]) -> list[d
     return out
 
 
-def _cache_markers(system: Any, messages: Sequence[Mapping[str, Any]]) -> list[
+def cache_markers(system: Any, messages: Sequence[Mapping[str, Any]]) -> list[
         tuple[int, str, dict[str, Any]]]:
     """Every block holding ``cache_control``, in prefix order: (message index or -1, field,
     block). Blocks inside a ``tool_result``'s content count too."""
@@ -233,6 +253,6 @@ def _cache_markers(system: Any, messages: Sequence[Mapping[str, Any]]) -> list[
 
 def _limit_breakpoints(system: Any, messages: list[dict[str, Any]], limit: int) -> None:
     """Strip the oldest ``cache_control`` markers beyond ``limit`` (output only; in place)."""
-    markers = _cache_markers(system, messages)
+    markers = cache_markers(system, messages)
     for _, _, block in markers[: max(0, len(markers) - limit)]:
         del block["cache_control"]

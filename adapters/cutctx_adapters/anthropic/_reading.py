@@ -25,19 +25,19 @@ from ..history import (
 )
 from ..planning import given
 from ._codec import (
-    _ASSISTANT_ONLY,
-    _FINAL_TURN,
-    _NOUN,
-    _THINKING,
+    ASSISTANT_ONLY,
+    FINAL_TURN,
     MAX_CACHE_BREAKPOINTS,
+    NOUN,
     SYSTEM_MESSAGE,
+    THINKING,
     MessagesCodec,
     Rendered,
     System,
-    _blocks,
-    _cache_markers,
-    _only_tool_results,
-    _starts_with_thinking,
+    cache_markers,
+    content_blocks,
+    only_tool_results,
+    starts_with_thinking,
 )
 from ._file_inputs import with_file_data
 from ._server_tools import RESULT_TYPES, maskable, result_text
@@ -46,12 +46,24 @@ from ._text import content_text as _content_text
 from ._text import result_text as _result_text
 from ._tokens import AnthropicTokenCounter
 
+__all__ = [
+    "Request",
+    "check_request",
+    "conversion_of",
+    "extended",
+    "parts_of",
+    "read_message",
+    "read_request",
+    "to_transcript",
+    "validate",
+]
+
 # ----------------------------------------------------------------------------------------------
 # reading and checking a request
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
+class Request:
     """Plain copies of what the caller gave."""
 
     messages: list[dict[str, Any]]
@@ -61,10 +73,10 @@ class _Request:
 
 def _plain_messages(history: Any) -> list[dict[str, Any]]:
     if isinstance(history, str | bytes | Mapping) or not isinstance(history, Sequence):
-        raise invalid(_NOUN, 0, "messages", "messages_type", "messages must be a list")
+        raise invalid(NOUN, 0, "messages", "messages_type", "messages must be a list")
     out: list[dict[str, Any]] = []
     for index, message in enumerate(history):
-        out.append(to_plain(read_message(message, index), where=f"{_NOUN} {index}",
+        out.append(to_plain(read_message(message, index), where=f"{NOUN} {index}",
                             index=index))
     return out
 
@@ -97,15 +109,15 @@ def _plain_system(system: Any) -> System:
     return blocks
 
 
-def _request(history: Any, system: Any, tools: Any) -> _Request:
-    return _Request(_plain_messages(history), _plain_system(system), plain_tools(tools))
+def read_request(history: Any, system: Any, tools: Any) -> Request:
+    return Request(_plain_messages(history), _plain_system(system), plain_tools(tools))
 
 
 def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, rule: str,
                   *, nonempty: bool = False) -> str:
     value = block.get(key)
     if not isinstance(value, str) or (nonempty and not value):
-        raise invalid(_NOUN, index, f"{where}.{key}", rule,
+        raise invalid(NOUN, index, f"{where}.{key}", rule,
                       f"a {block.get('type')} block needs a {'non-empty ' if nonempty else ''}"
                       f"string {key!r}")
     return value
@@ -114,13 +126,13 @@ def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, ru
 def _check_block(block: Any, index: int, where: str, role: str) -> str:
     """Check one content block; return its type."""
     if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-        raise invalid(_NOUN, index, where, "block_type", "a content block needs a string 'type'")
+        raise invalid(NOUN, index, where, "block_type", "a content block needs a string 'type'")
     kind: str = block["type"]
-    if kind in _ASSISTANT_ONLY and role != "assistant":
-        raise invalid(_NOUN, index, f"{where}.type", "block_role",
+    if kind in ASSISTANT_ONLY and role != "assistant":
+        raise invalid(NOUN, index, f"{where}.type", "block_role",
                       f"a {kind} block may only appear in an assistant message")
     if kind == "tool_result" and role != "user":
-        raise invalid(_NOUN, index, f"{where}.type", "block_role",
+        raise invalid(NOUN, index, f"{where}.type", "block_role",
                       "a tool_result block may only appear in a user message")
     if kind == "text":
         _string_field(block, "text", index, where, "empty_text", nonempty=True)
@@ -128,22 +140,22 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
         _string_field(block, "id", index, where, "missing_id", nonempty=True)
         _string_field(block, "name", index, where, "missing_name", nonempty=True)
         if kind == "tool_use" and not isinstance(block.get("input"), Mapping):
-            raise invalid(_NOUN, index, f"{where}.input", "input_type",
+            raise invalid(NOUN, index, f"{where}.input", "input_type",
                           "a tool_use block needs an object 'input'")
     elif kind == "tool_result":
         _string_field(block, "tool_use_id", index, where, "missing_id", nonempty=True)
         if "is_error" in block and not isinstance(block["is_error"], bool):
-            raise invalid(_NOUN, index, f"{where}.is_error", "is_error_type",
+            raise invalid(NOUN, index, f"{where}.is_error", "is_error_type",
                           "is_error must be a boolean")
         inner = block.get("content")
         if inner is not None and not isinstance(inner, str):
             if not isinstance(inner, list):
-                raise invalid(_NOUN, index, f"{where}.content", "content_type",
+                raise invalid(NOUN, index, f"{where}.content", "content_type",
                               "tool_result content must be a string or a list of blocks")
             for position, item in enumerate(inner):
                 nested = f"{where}.content[{position}]"
                 if isinstance(item, Mapping) and item.get("type") in ("tool_result", "tool_use"):
-                    raise invalid(_NOUN, index, f"{nested}.type", "block_type",
+                    raise invalid(NOUN, index, f"{nested}.type", "block_type",
                                   "a tool_result cannot contain tool blocks")
                 _check_block(item, index, nested, role)
     elif kind == "thinking":
@@ -152,12 +164,12 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
     elif kind == "redacted_thinking":
         _string_field(block, "data", index, where, "missing_data")
     elif kind in ("image", "document") and not isinstance(block.get("source"), Mapping):
-        raise invalid(_NOUN, index, f"{where}.source", "missing_source",
+        raise invalid(NOUN, index, f"{where}.source", "missing_source",
                       f"an {kind} block needs a 'source' object")
     elif kind == BOUNDARY_KIND:
         summary = block.get("content")
         if summary is not None and (not isinstance(summary, str) or not summary):
-            raise invalid(_NOUN, index, f"{where}.content", "compaction_content",
+            raise invalid(NOUN, index, f"{where}.content", "compaction_content",
                           "a compaction block's content must be a non-empty string or null")
     elif kind.endswith("_tool_result") and "tool_use_id" in block:
         _string_field(block, "tool_use_id", index, where, "missing_id", nonempty=True)
@@ -167,21 +179,21 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
 def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
     """The role and content of a message whose structure (not pairing) is valid."""
     if not isinstance(message, Mapping):
-        raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
+        raise invalid(NOUN, index, "", "message_type", "a message must be an object")
     role = message.get("role")
     if role not in ("user", "assistant", "system"):
-        raise invalid(_NOUN, index, "role", "unknown_role",
+        raise invalid(NOUN, index, "role", "unknown_role",
                       "role must be 'user', 'assistant' or 'system'")
     if "content" not in message:
         if role == "system" and "output_config" in message:
             return role, None  # a beta system message may carry only its output_config
-        raise invalid(_NOUN, index, "content", "missing_content", "content is required")
+        raise invalid(NOUN, index, "content", "missing_content", "content is required")
     content = message["content"]
     if not isinstance(content, str | list):
-        raise invalid(_NOUN, index, "content", "content_type",
+        raise invalid(NOUN, index, "content", "content_type",
                       "content must be a string or a list of content blocks")
     if not content and not (final and role == "assistant"):
-        raise invalid(_NOUN, index, "content", "empty_content",
+        raise invalid(NOUN, index, "content", "empty_content",
                       "content must not be empty (only a final assistant message may be)")
     if role == "system":
         _check_system_message(content, index)
@@ -191,7 +203,7 @@ def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
         for position, block in enumerate(content):
             kind = _check_block(block, index, f"content[{position}]", role)
             if kind == "tool_result" and seen_other:
-                raise invalid(_NOUN, index, f"content[{position}]", "tool_result_not_first",
+                raise invalid(NOUN, index, f"content[{position}]", "tool_result_not_first",
                               "tool_result blocks must come before any other block")
             seen_other = seen_other or kind != "tool_result"
     return role, content
@@ -201,23 +213,23 @@ def _check_system_message(content: Any, index: int) -> None:
     """A ``role: "system"`` message (mid-conversation instructions): text, or blocks that are
     neither tool calls, tool results nor media."""
     if not content:
-        raise invalid(_NOUN, index, "content", "empty_content", "content must not be empty")
+        raise invalid(NOUN, index, "content", "empty_content", "content must not be empty")
     for position, block in enumerate(content if isinstance(content, list) else []):
         where = f"content[{position}]"
         if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-            raise invalid(_NOUN, index, where, "block_type",
+            raise invalid(NOUN, index, where, "block_type",
                           "a content block needs a string 'type'")
         if block["type"] == BOUNDARY_KIND:
-            raise invalid(_NOUN, index, f"{where}.type", "compaction_block_misplaced",
+            raise invalid(NOUN, index, f"{where}.type", "compaction_block_misplaced",
                           "a compaction block may not appear in a system message")
         if block["type"] in _NOT_IN_SYSTEM:
-            raise invalid(_NOUN, index, f"{where}.type", "block_role",
+            raise invalid(NOUN, index, f"{where}.type", "block_role",
                           f"a {block['type']} block may not appear in a system message")
         if block["type"] == "text":
             _string_field(block, "text", index, where, "empty_text", nonempty=True)
 
 
-_NOT_IN_SYSTEM = frozenset({*_ASSISTANT_ONLY, "tool_result", "image", "document"})
+_NOT_IN_SYSTEM = frozenset({*ASSISTANT_ONLY, "tool_result", "image", "document"})
 _CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
 """Blocks issuing a call: a client tool's, a server tool's, an MCP server's."""
 
@@ -306,7 +318,7 @@ def _issue_calls(content: Any, index: int, names: dict[str, str],
         if block["type"] not in _CALLS:
             continue
         if block["id"] in issued:
-            raise invalid(_NOUN, index, f"content[{position}].id", "duplicated_call_id",
+            raise invalid(NOUN, index, f"content[{position}].id", "duplicated_call_id",
                           "tool use id issued twice", call_id=block["id"])
         issued.add(block["id"])
         if block["type"] == "tool_use":
@@ -319,12 +331,12 @@ def _issue_calls(content: Any, index: int, names: dict[str, str],
 
 
 def _calls(content: Any, index: int) -> tuple[str, ...]:
-    return tuple(f"{index}:{block['id']}" for block in _blocks(content)
+    return tuple(f"{index}:{block['id']}" for block in content_blocks(content)
                  if block["type"] == "tool_use")
 
 
 def _labels(content: Any) -> str | None:
-    return ", ".join(block["name"] for block in _blocks(content)
+    return ", ".join(block["name"] for block in content_blocks(content)
                      if block["type"] in _CALLS) or None
 
 
@@ -391,7 +403,7 @@ def _after(index: int) -> str:
 
 def _genuine_user(message: Mapping[str, Any]) -> bool:
     """A user message that starts a new turn: anything but tool results alone."""
-    return message.get("role") == "user" and not _only_tool_results(message.get("content"))
+    return message.get("role") == "user" and not only_tool_results(message.get("content"))
 
 
 def _open_tool_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
@@ -414,7 +426,7 @@ def _open_tool_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | 
 def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
     """``_open_tool_loop``, if the loop's first assistant message starts with thinking."""
     loop = _open_tool_loop(messages)
-    if loop is None or not _starts_with_thinking(messages[loop[1]].get("content")):
+    if loop is None or not starts_with_thinking(messages[loop[1]].get("content")):
         return None
     return loop
 
@@ -430,7 +442,7 @@ def _link_final_turn(parts: list[Part], messages: Sequence[Mapping[str, Any]]) -
     out: list[Part] = []
     for part in parts:
         if part.index in (first, last) or (part.index == boundary and part.role is Role.USER):
-            part = replace(part, links=(*part.links, _FINAL_TURN))
+            part = replace(part, links=(*part.links, FINAL_TURN))
         out.append(part)
     return out
 
@@ -443,22 +455,22 @@ def _check_thinking(messages: Sequence[Mapping[str, Any]], thinking: Any,
                     original: Sequence[Mapping[str, Any]] | None) -> None:
     if _thinking_enabled(thinking):
         loop = _open_tool_loop(messages)
-        if loop is not None and not _starts_with_thinking(messages[loop[1]].get("content")):
-            raise invalid(_NOUN, loop[1], "content[0].type", "thinking_not_first",
+        if loop is not None and not starts_with_thinking(messages[loop[1]].get("content")):
+            raise invalid(NOUN, loop[1], "content[0].type", "thinking_not_first",
                           "with thinking enabled, the assistant message that opens the final "
                           "tool loop must start with a thinking block")
     if original is None:
         return
     known = {_json(block) for message in original if message.get("role") == "assistant"
-             for block in _blocks(message.get("content"))
-             if isinstance(block, Mapping) and block.get("type") in _THINKING}
+             for block in content_blocks(message.get("content"))
+             if isinstance(block, Mapping) and block.get("type") in THINKING}
     latest = next((i for i in range(len(messages) - 1, -1, -1)
                    if messages[i].get("role") == "assistant"), None)
     if latest is None:
         return
-    for position, block in enumerate(_blocks(messages[latest].get("content"))):
-        if block.get("type") in _THINKING and _json(block) not in known:
-            raise invalid(_NOUN, latest, f"content[{position}]", "thinking_modified",
+    for position, block in enumerate(content_blocks(messages[latest].get("content"))):
+        if block.get("type") in THINKING and _json(block) not in known:
+            raise invalid(NOUN, latest, f"content[{position}]", "thinking_modified",
                           "thinking blocks in the latest assistant message must be exactly as "
                           "the original response gave them")
 
@@ -481,11 +493,11 @@ def check_request(request: Mapping[str, Any], conv: Conversion[Any] | Growing[An
     if isinstance(reading, _Reading) and (
             reading.markers + len(_tool_markers(plain)) <= MAX_CACHE_BREAKPOINTS):
         return
-    _check_breakpoints(_request(request.get("messages"), given(request.get("system")), plain))
+    _check_breakpoints(read_request(request.get("messages"), given(request.get("system")), plain))
 
 
-def _check_breakpoints(request: _Request) -> None:
-    markers = _cache_markers(request.system, request.messages)
+def _check_breakpoints(request: Request) -> None:
+    markers = cache_markers(request.system, request.messages)
     tool_markers = _tool_markers(request.tools)
     if len(tool_markers) > MAX_CACHE_BREAKPOINTS:
         raise invalid("tool", tool_markers[MAX_CACHE_BREAKPOINTS], "cache_control",
@@ -494,7 +506,7 @@ def _check_breakpoints(request: _Request) -> None:
     extra = MAX_CACHE_BREAKPOINTS - len(tool_markers)
     if len(markers) > extra:
         index, field, _ = markers[extra]
-        noun = "system" if index < 0 else _NOUN
+        noun = "system" if index < 0 else NOUN
         raise invalid(noun, max(index, 0), field, "too_many_cache_breakpoints",
                       "more than 4 cache_control markers (tools, system and messages)",
                       count=len(tool_markers) + len(markers))
@@ -535,23 +547,23 @@ def _closes(part: Part, call_index: int) -> bool:
         part.index == call_index + 1 and part.role is Role.ASSISTANT)
 
 
-def _parts(request: _Request, counter: AnthropicTokenCounter, *, thinking: Any = None,
+def parts_of(request: Request, counter: AnthropicTokenCounter, *, thinking: Any = None,
            original: Sequence[Mapping[str, Any]] | None = None,
            reading: _Reading | None = None) -> list[Part]:
     parts = _system_parts(request.system, counter)
     state = reading if reading is not None else _Reading()
     messages = request.messages
     _message_loop(messages, 0, parts, counter, state)
-    check_call_pairs(parts, _NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
+    check_call_pairs(parts, NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
     _check_breakpoints(request)
     _check_thinking(messages, thinking, original)
-    state.markers = len(_cache_markers(request.system, messages))
+    state.markers = len(cache_markers(request.system, messages))
     linked = _link_final_turn(parts, messages)
     state.final_turn = linked is not parts
     return linked
 
 
-def _conversion(request: _Request, parts: Sequence[Part], pin: PinSpec,
+def conversion_of(request: Request, parts: Sequence[Part], pin: PinSpec,
                 summary_role: str, keep_task: bool = False,
                 count_text: CountText | None = None) -> Conversion[Rendered]:
     loop = _thinking_loop(request.messages)
@@ -587,14 +599,14 @@ def to_transcript(
     limits; ``tools`` count toward the four ``cache_control`` markers; ``thinking`` (the
     request's) enables the check that the final tool loop starts with its thinking block.
     """
-    request = _request(history, system, tools)
+    request = read_request(history, system, tools)
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
     reading = _Reading()
-    parts = _parts(request, counter, thinking=given(thinking), reading=reading)
-    conv = _conversion(request, parts, pin, summary_role, keep_task, counter.text)
+    parts = parts_of(request, counter, thinking=given(thinking), reading=reading)
+    conv = conversion_of(request, parts, pin, summary_role, keep_task, counter.text)
     # Continuing a reading is only for what sessions convert (no tools, thinking or model).
-    plain_session = tools is None and given(thinking) is None and model is None \
-        and calibration is None and summary_role == "user"
+    plain_session = (tools is None and given(thinking) is None and model is None
+                     and calibration is None and summary_role == "user")
     return replace(conv, reading=reading if plain_session else None)
 
 
@@ -622,7 +634,7 @@ def extended(previous: Conversion[Rendered] | Growing[Rendered],
             or not _settled(items[known - 1])):
         return None
     tail = items[known:]
-    markers = len(_cache_markers(None, tail))
+    markers = len(cache_markers(None, tail))
     loop = _thinking_loop(items)
     if reading.markers + markers > MAX_CACHE_BREAKPOINTS or (
             loop is not None and min(loop) < known):
@@ -631,7 +643,7 @@ def extended(previous: Conversion[Rendered] | Growing[Rendered],
     counter = AnthropicTokenCounter(estimator)
     parts: list[Part] = []
     _message_loop(items, known, parts, counter, state)
-    check_call_pairs(parts, _NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
+    check_call_pairs(parts, NOUN, "tool_use.id", "tool_result.tool_use_id", closes=_closes)
     state.markers += markers
     linked = _link_final_turn(parts, items)
     state.final_turn = linked is not parts
@@ -662,9 +674,9 @@ def validate(
     signature is checked only by the API): pass ``original`` (the history this one was derived
     from) to check that the latest assistant message's thinking blocks are unmodified.
     """
-    request = _request(history, system, tools)
+    request = read_request(history, system, tools)
     reference = None if original is None else _plain_messages(original)
-    _parts(request, _NoCount(), thinking=given(thinking), original=reference)
+    parts_of(request, _NoCount(), thinking=given(thinking), original=reference)
     _check_compactions(request.messages)
 
 
@@ -672,14 +684,14 @@ def _check_compactions(messages: Sequence[Mapping[str, Any]]) -> None:
     """A ``compaction`` block with content only as the conversation's very first block, and at
     most one (the API's ``compaction_block_misplaced`` and ``compaction_block_ambiguous``)."""
     found = [(index, position) for index, message in enumerate(messages)
-             for position, block in enumerate(_blocks(message.get("content")))
+             for position, block in enumerate(content_blocks(message.get("content")))
              if isinstance(block, Mapping) and block.get("type") == BOUNDARY_KIND
              and block.get("content") is not None]
     if len(found) > 1:
         index, position = found[1]
-        raise invalid(_NOUN, index, f"content[{position}]", "compaction_block_ambiguous",
+        raise invalid(NOUN, index, f"content[{position}]", "compaction_block_ambiguous",
                       "more than one compaction block with content: send only the latest")
     if found and found[0] != (0, 0):
         index, position = found[0]
-        raise invalid(_NOUN, index, f"content[{position}]", "compaction_block_misplaced",
+        raise invalid(NOUN, index, f"content[{position}]", "compaction_block_misplaced",
                       "a compaction block must be the first block of the conversation")

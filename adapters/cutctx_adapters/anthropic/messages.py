@@ -71,13 +71,13 @@ from ._codec import (
     Rendered,
 )
 from ._reading import (
-    _conversion,
-    _parts,
-    _Request,
-    _request,
+    Request,
     check_request,
+    conversion_of,
     extended,
+    parts_of,
     read_message,
+    read_request,
     to_transcript,
     validate,
 )
@@ -113,7 +113,7 @@ __all__ = [
 # counting and compaction
 
 
-def _count_body(request: _Request, model: str | None, thinking: Any) -> dict[str, Any]:
+def _count_body(request: Request, model: str | None, thinking: Any) -> dict[str, Any]:
     if not model:
         raise ValidationError("an exact count needs the model name", {"field": "model"})
     body: dict[str, Any] = {"model": model, "messages": request.messages}
@@ -165,7 +165,7 @@ async def _aexact(client: Any, body: dict[str, Any]) -> int:
 class _Prepared:
     """A validated, estimated request, before planning."""
 
-    request: _Request
+    request: Request
     parts: list[Part]
     overhead: int
     counter: AnthropicTokenCounter
@@ -200,9 +200,9 @@ class _Prepared:
 
 def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking: Any,
              estimator: TokenEstimator | None, calibration: float | None) -> _Prepared:
-    request = _request(history, system, given(tools))
+    request = read_request(history, system, given(tools))
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
-    parts = _parts(request, counter, thinking=given(thinking))
+    parts = parts_of(request, counter, thinking=given(thinking))
     return _Prepared(request, parts, counter.request_overhead(request.tools), counter,
                      counter.text_estimator)
 
@@ -210,7 +210,7 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 def _job(prepared: _Prepared, settings: CompactionSettings, options: MessagesKeywords) -> Job:
     model = options.get("model", DEFAULT_MODEL)
     budget = budget_or_window(options.get("budget"), settings, model)
-    conv = _conversion(prepared.request, prepared.parts, settings.pin,
+    conv = conversion_of(prepared.request, prepared.parts, settings.pin,
                        options.get("summary_role", "user"), settings.keep_task,
                        prepared.estimator.estimate_tokens)
     summarizer = settings.summarizer
@@ -408,7 +408,7 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
     """What ``start`` needs beyond the defaults, as ``plan`` passes it: the calibrated stub
     estimator, the framing a masked result keeps, and a fresh measure of the rendering."""
     counter = AnthropicTokenCounter(estimator)
-    prepared = _Prepared(_Request([], None, None), [], overhead, counter,
+    prepared = _Prepared(Request([], None, None), [], overhead, counter,
                          counter.text_estimator)
     return {"estimator": prepared.estimator, "stub_pad": prepared.stub_pad,
             "measure": prepared.measure}

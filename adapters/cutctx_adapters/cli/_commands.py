@@ -151,8 +151,8 @@ def _refusals(doc: Document, budget: Budget) -> Iterator[None]:
     try:
         yield
     except BudgetUnsatisfiable as exc:
-        raise CliError(unsatisfiable(exc, doc.source, budget.tokens, budget.describe())) \
-            from None
+        message = unsatisfiable(exc, doc.source, budget.tokens, budget.describe())
+        raise CliError(message) from None
 
 
 def _load(args: argparse.Namespace) -> Document:

@@ -128,8 +128,8 @@ def read_json(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliError(f"{name}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
-            from None
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise CliError(f"{name}: not JSON: {exc.msg} at {where}") from None
     except RecursionError:
         raise CliError(f"{name}: JSON nested too deeply") from None
     except ValueError:  # Python's limit on the digits of an integer (int_max_str_digits)
@@ -217,8 +217,9 @@ def write_json(path: str, data: Any) -> None:
 
 
 def _items(history: Any) -> list[Mapping[str, Any]]:
-    return [item for item in history if isinstance(item, Mapping)] \
-        if isinstance(history, list) else []
+    if not isinstance(history, list):
+        return []
+    return [item for item in history if isinstance(item, Mapping)]
 
 
 def _has_responses_items(history: Any) -> bool:

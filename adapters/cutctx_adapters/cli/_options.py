@@ -51,8 +51,8 @@ class Budget:
         """``--budget``, or ``window 200,000 (gpt-4o) − reserve 4,096 (default)``."""
         if self.window is None or self.reserve is None:
             return "--budget"
-        capped = "" if self.input_limit is None else \
-            f", capped at the model's input limit {self.input_limit:,}"
+        capped = ("" if self.input_limit is None else
+                  f", capped at the model's input limit {self.input_limit:,}")
         return (f"window {self.window:,} ({self.window_from}) − reserve {self.reserve:,} "
                 f"({self.reserve_from}){capped}")
 

@@ -26,7 +26,6 @@ from cutctx import (
     Action,
     CompactedTranscript,
     Role,
-    TokenEstimator,
     Transcript,
     TranscriptTurn,
     ValidationError,
@@ -687,9 +686,3 @@ def check_call_pairs(
                       "tool call has no result", call_id=call_id)
 
 
-def require_estimator(estimator: TokenEstimator) -> TokenEstimator:
-    """Refuse an estimator without ``estimate_tokens`` up front, with a clear message."""
-    if not callable(getattr(estimator, "estimate_tokens", None)):
-        raise ValidationError("estimator must have an estimate_tokens(text) method",
-                              {"field": "estimator"})
-    return estimator

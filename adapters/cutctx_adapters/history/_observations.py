@@ -174,8 +174,8 @@ def _reason(rule: ObservationRule, turn: TranscriptTurn, previous: TranscriptTur
     if rule == "none":
         return None
     if rule == "after_assistant":
-        return "after_assistant" if previous is not None and previous.role is Role.ASSISTANT \
-            else None
+        after = previous is not None and previous.role is Role.ASSISTANT
+        return "after_assistant" if after else None
     assert callable(rule)
     message, index = message_of(turn.turn_id)
     try:

@@ -87,8 +87,8 @@ def _server_result_text(item: Mapping[str, Any], kind: str) -> str | None:
     if kind == "file_search_call" and isinstance(body, list) and body:
         return "\n".join(str(result.get("text", "")) for result in body
                          if isinstance(result, Mapping)) or None
-    if kind == "web_search_call" and isinstance(body, Mapping) \
-            and isinstance(body.get("sources"), list) and body["sources"]:
+    if (kind == "web_search_call" and isinstance(body, Mapping)
+            and isinstance(body.get("sources"), list) and body["sources"]):
         return "\n".join(str(source.get("url", "")) for source in body["sources"]
                          if isinstance(source, Mapping)) or None
     return None
@@ -182,8 +182,8 @@ def _output(item: Mapping[str, Any], index: int, kind: str) -> _Item:
         text = "[computer_screenshot]"
     elif kind == "shell_call_output":
         chunks = body if isinstance(body, list) else []
-        maskable = bool(chunks) and all(isinstance(chunk, Mapping) for chunk in chunks) \
-            and isinstance(chunks[-1].get("outcome"), Mapping)
+        maskable = (bool(chunks) and all(isinstance(chunk, Mapping) for chunk in chunks)
+                    and isinstance(chunks[-1].get("outcome"), Mapping))
         text = "\n".join(chunk[key] for chunk in chunks if isinstance(chunk, Mapping)
                          for key in ("stdout", "stderr") if isinstance(chunk.get(key), str))
     else:

@@ -104,8 +104,8 @@ def item_tokens(item: Mapping[str, Any], counter: TiktokenEstimator) -> int:
     kind = item.get("type", "message")
     if kind == "message":
         role = item.get("role")
-        return ITEM_TOKENS + (count(role) if isinstance(role, str) else 0) + \
-            _content_tokens(item.get("content"), counter)
+        return (ITEM_TOKENS + (count(role) if isinstance(role, str) else 0)
+                + _content_tokens(item.get("content"), counter))
     if kind in ("function_call", "custom_tool_call"):
         body = item.get("arguments") if kind == "function_call" else item.get("input")
         return ITEM_TOKENS + TOOL_CALL_TOKENS + sum(

@@ -209,8 +209,8 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
                 links = (f"function:{index}",)
                 last_function_call = index
                 names = [*names, function_call["name"]]
-                call_text += f"\n[function call {function_call['name']}: " \
-                             f"{function_call.get('arguments', '')}]"
+                call_text += (f"\n[function call {function_call['name']}: "
+                              f"{function_call.get('arguments', '')}]")
             elif function_call is not None:
                 raise invalid(_NOUN, index, "function_call", "missing_name",
                               "function_call needs a name")

@@ -211,8 +211,8 @@ def replacements(before: Transcript, view: Transcript) -> tuple[Replacement, ...
         if kind not in REPLACEMENT_KINDS:
             continue
         source = original.get(turn.turn_id)
-        if source is not None and source.metadata.get(KIND_KEY) == kind \
-                and source.content == turn.content:
+        if (source is not None and source.metadata.get(KIND_KEY) == kind
+                and source.content == turn.content):
             continue  # replaced earlier: already reported then
         tokens = turn.metadata.get("cutctx.original_tokens")
         out.append(Replacement(turn.turn_id, str(kind),
