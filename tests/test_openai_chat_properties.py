@@ -35,7 +35,7 @@ from cutctx import (
     TranscriptTurn,
 )
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult
-from cutctx_adapters.history._conversion import KIND_KEY
+from cutctx_adapters.history import KIND_KEY
 from cutctx_adapters.openai import chat
 
 from . import chat_rules

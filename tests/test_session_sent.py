@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from cutctx import CharRatioEstimator
 from cutctx_adapters.anthropic import messages as anthropic_messages
-from cutctx_adapters.history._conversion import to_plain
+from cutctx_adapters.history import to_plain
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession

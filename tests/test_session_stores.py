@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from cutctx import CharRatioEstimator
-from cutctx_adapters.history._conversion import SUMMARY_HEADER
+from cutctx_adapters.history import SUMMARY_HEADER
 from cutctx_adapters.openai import chat
 from cutctx_adapters.stores import MemoryStore
 from tests._support.redis_server import RedisServer

@@ -8,7 +8,6 @@ Plain JSON copies, the invalid-history error, content keys and observations live
 from ._conversion import (
     BOUNDARY_KIND,
     KIND_KEY,
-    MAX_DEPTH,
     SUMMARY_HEADER,
     TOOL_NAME_KEY,
     Codec,
@@ -19,17 +18,14 @@ from ._conversion import (
     PinSpec,
     check_call_pairs,
     convert,
-    copy_plain,
     covered_turns,
     extend,
-    invalid,
-    plain_tools,
-    to_plain,
     uncovered,
 )
 from ._grown import GrownList, GrownMap
 from ._keys import content_bytes, content_key, span_key
 from ._observations import OBSERVATION_RULES, ObservationRule, check_rule, marked
+from ._plain import MAX_DEPTH, copy_plain, invalid, plain_tools, to_plain
 
 __all__ = [
     "BOUNDARY_KIND",
