@@ -16,8 +16,7 @@ from cutctx import CharRatioEstimator, ValidationError
 from cutctx_adapters import CompactionSession
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
-
-from .test_engine_properties import PROPERTY_SETTINGS
+from tests.engine.test_engine_properties import PROPERTY_SETTINGS
 
 MARKER = "SECRET-5d1e"
 ESTIMATOR = CharRatioEstimator()

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _histories import requests_of
 from recall import Evidence, holds, measure, message_text, salient
 
-from ._support.long_histories import LONG_HISTORIES
+from tests._support.long_histories import LONG_HISTORIES
 
 
 def test_salient_items_are_paths_names_symbols_numbers_and_quoted_strings() -> None:

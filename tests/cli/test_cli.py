@@ -29,9 +29,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ._support.data import INVALID_REQUESTS
+from tests._support.data import INVALID_REQUESTS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "histories").glob("*.json"))
 INVALID = sorted(INVALID_REQUESTS.glob("*.json"))
 SCRIPT = Path(sys.executable).parent / "cutctx"

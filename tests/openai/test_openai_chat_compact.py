@@ -23,10 +23,9 @@ from cutctx import (
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult, SummarizationFailed
 from cutctx_adapters.openai import chat
 from cutctx_adapters.planning._policy import choose_policy
+from tests._support.data import REQUESTS
 from tests._support.plain import dicts
-
-from . import chat_rules
-from ._support.data import REQUESTS
+from tests.openai import chat_rules
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 

@@ -29,14 +29,13 @@ from cutctx import (
 from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
+from tests._support.data import REQUESTS
 from tests._support.plain import dicts
-
-from ._support.data import REQUESTS
-from .test_anthropic_properties import assert_sendable, png
+from tests.anthropic.test_anthropic_properties import assert_sendable, png
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CODING_AGENT = ROOT / "examples" / "histories" / "coding_agent.anthropic.json"
 CHARS = CharRatioEstimator()
 BASE_URL = "https://api.anthropic.test"

@@ -37,8 +37,7 @@ from cutctx_adapters import CompactionSession
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.history._observations import output_shape
 from cutctx_adapters.openai import CompactingOpenAI, chat, responses
-
-from ._support.long_histories import LONG_HISTORIES
+from tests._support.long_histories import LONG_HISTORIES
 
 CHARS = CharRatioEstimator()
 STATE = "\n(Open file: /repo/src/app.py)\n(Current directory: /repo)\nbash-$"

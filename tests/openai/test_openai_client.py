@@ -22,7 +22,7 @@ import cutctx
 from cutctx import BudgetUnsatisfiable, CompactionReport
 from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.openai import CompactingOpenAI, OpenAISummarizer, chat
-from tests.chat_rules import check
+from tests.openai.chat_rules import check
 
 BASE_URL = "https://api.openai.test/v1"
 MODEL = "gpt-4o"

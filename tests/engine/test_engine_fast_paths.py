@@ -31,8 +31,7 @@ from cutctx import (
 from cutctx._canonical import _quoted_utf8, canonical_json, sha256_of
 from cutctx._invariants import _passes_all, check_rule_by_rule
 from cutctx._structure import Structure
-
-from .test_engine_properties import PROPERTY_SETTINGS, Case, cases, decide
+from tests.engine.test_engine_properties import PROPERTY_SETTINGS, Case, cases, decide
 
 # --------------------------------------------------------------------------------------------
 # quoting for stub hashes

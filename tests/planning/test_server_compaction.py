@@ -56,7 +56,7 @@ from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
 from tests._support.plain import dicts
-from tests.test_anthropic_properties import histories
+from tests.anthropic.test_anthropic_properties import histories
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 

@@ -37,10 +37,9 @@ from cutctx import (
 from cutctx_adapters import DEFAULT_PROMPT_ID, CompactionResult
 from cutctx_adapters.history import KIND_KEY
 from cutctx_adapters.openai import chat
-
-from . import chat_rules
-from ._support.data import REQUESTS, LoadMessages, swe_agent_params
-from ._support.long_histories import LONG_HISTORIES, long_history_params
+from tests._support.data import REQUESTS, LoadMessages, swe_agent_params
+from tests._support.long_histories import LONG_HISTORIES, long_history_params
+from tests.openai import chat_rules
 
 CHARS = CharRatioEstimator()
 HEADER = chat.SUMMARY_HEADER

@@ -48,12 +48,11 @@ from cutctx_adapters.openai._tokens import (
 )
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
 from cutctx_adapters.tiktoken import TiktokenEstimator
-
-from ._support.data import INVALID_REQUESTS, REQUESTS
+from tests._support.data import INVALID_REQUESTS, REQUESTS
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-EXAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "histories"
+EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "histories"
            / "coding_agent.openai_responses.json")
 BASE_URL = "https://api.openai.test/v1"
 CHARS = CharRatioEstimator()

@@ -18,8 +18,7 @@ from cutctx import (
     TranscriptTurn,
     default_chain,
 )
-
-from ._support.data import ENGINE_GOLDENS
+from tests._support.data import ENGINE_GOLDENS
 
 PROMPT_ID = "cutctx/summary@1"
 

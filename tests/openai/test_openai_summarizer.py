@@ -30,7 +30,7 @@ from cutctx_adapters import (
 from cutctx_adapters.openai import OpenAISummarizer, chat
 from cutctx_adapters.planning._policy import choose_policy
 from cutctx_adapters.prompts import DEFAULT_PROMPTS, allowed_tokens
-from tests.chat_rules import check
+from tests.openai.chat_rules import check
 
 BASE_URL = "https://api.openai.test/v1"
 MODEL = "gpt-4o"

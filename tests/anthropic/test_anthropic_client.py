@@ -26,7 +26,7 @@ from cutctx import BudgetUnsatisfiable, CompactionReport
 from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.anthropic import AnthropicSummarizer, CompactingAnthropic, messages
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CODING_AGENT = ROOT / "examples" / "histories" / "coding_agent.anthropic.json"
 BASE_URL = "https://api.anthropic.test"
 MODEL = "claude-sonnet-4-5"

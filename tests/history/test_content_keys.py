@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cutctx_adapters.history._keys import content_bytes, content_key
-
-from .test_engine_properties import PROPERTY_SETTINGS
+from tests.engine.test_engine_properties import PROPERTY_SETTINGS
 
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12),

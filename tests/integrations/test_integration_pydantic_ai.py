@@ -35,8 +35,7 @@ from cutctx_adapters.integrations.pydantic_ai import (
     compacting_history_processor,
 )
 from cutctx_adapters.session import CallReport
-
-from ._support import frameworks as fw
+from tests._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 

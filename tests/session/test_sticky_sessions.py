@@ -34,7 +34,7 @@ from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.openai import CompactingOpenAI, chat
 from cutctx_adapters.session import CallReport, CompactionSession, PrefixCheck, Prepared
 from cutctx_adapters.tiktoken import TiktokenEstimator
-from tests.chat_rules import check
+from tests.openai.chat_rules import check
 
 Messages = list[dict[str, Any]]
 WINDOW = 4_000

@@ -7,8 +7,13 @@ from typing import Any
 import pytest
 
 from cutctx import CompactionError, CompactionExecutor
-
-from .engine_goldens import build_budget, build_policy, build_transcript, load_cases, view_rows
+from tests.engine.engine_goldens import (
+    build_budget,
+    build_policy,
+    build_transcript,
+    load_cases,
+    view_rows,
+)
 
 CASES = load_cases()
 

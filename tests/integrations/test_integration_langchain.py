@@ -35,8 +35,7 @@ from pydantic import SecretStr
 from cutctx import ValidationError
 from cutctx_adapters.integrations.langchain import CompactionMiddleware
 from cutctx_adapters.session import CallReport
-
-from ._support import frameworks as fw
+from tests._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 

@@ -91,8 +91,10 @@ def _given_neighbours(original: Sequence[Any], before: Mapping[str, Any],
                       after: Mapping[str, Any]) -> bool:
     """``after`` is a message of the history that followed a message of its own role there
     (``before`` stands for that one: kept, masked, clipped or merged onto earlier ones)."""
-    return any(_as_blocks(message["content"]) == _as_blocks(after["content"])
-               and previous.get("role") == after.get("role") == before.get("role")
+    clipped = "cutctx clipped this" in json.dumps(after["content"])
+    return any((clipped or _as_blocks(message["content"]) == _as_blocks(after["content"]))
+               and previous.get("role") == message.get("role") == after.get("role")
+               == before.get("role")
                for previous, message in itertools.pairwise(original))
 
 

@@ -22,9 +22,7 @@ from cutctx import (
     ValidationError,
 )
 from cutctx_adapters.openai import chat
-
-from . import chat_rules
-from ._support.data import (
+from tests._support.data import (
     INVALID_REQUESTS,
     REQUESTS,
     SWE_AGENT_SKIP,
@@ -33,11 +31,12 @@ from ._support.data import (
     swe_agent_params,
     swe_agent_runs,
 )
-from ._support.long_histories import LONG_HISTORIES, long_history_params
+from tests._support.long_histories import LONG_HISTORIES, long_history_params
+from tests.openai import chat_rules
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "histories"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "histories"
 CHARS = CharRatioEstimator()
 MARKER = "SECRET-MARKER-7f3a"
 

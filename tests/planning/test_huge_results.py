@@ -144,7 +144,7 @@ def test_the_agent_loop_benchmark_runs() -> None:
     """``benchmarks/agent_loop.py`` stays runnable: a short loop, its figures in range."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from agent_loop import run
 
     row = run("chat", 8_000, turns=10, huge_at=5)

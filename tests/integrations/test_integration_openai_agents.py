@@ -32,8 +32,7 @@ from cutctx_adapters.integrations.openai_agents import (
     compacting_input_filter,
 )
 from cutctx_adapters.session import CallReport
-
-from ._support import frameworks as fw
+from tests._support import frameworks as fw
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
