@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("starlette", reason="the proxy needs cutctx[proxy]")
 pytest.importorskip("uvicorn", reason="the proxy needs cutctx[proxy]")
 
-from cutctx_adapters import CompactionSettings  # noqa: E402
-from cutctx_adapters.serve import Upstreams, create_app  # noqa: E402
-from tests.serve._fake import Fake, fake_app  # noqa: E402
-from tests.serve._served import Served  # noqa: E402
+from cutctx_adapters import CompactionSettings
+from cutctx_adapters.serve import Upstreams, create_app
+from tests.serve._fake import Fake, fake_app
+from tests.serve._served import Served
 
 SALT = b"test-salt"
 
