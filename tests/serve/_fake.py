@@ -52,6 +52,8 @@ class Fake:
     """When set, each SSE chunk after the first waits for one release."""
     invalid: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    check: bool = True
+    """False: answer at once, reading nothing (a baseline for benchmarks, whatever the size)."""
 
     def of(self, path: str) -> list[Received]:
         return [request for request in self.received if request.path == path]
@@ -193,8 +195,9 @@ def fake_app(fake: Fake) -> Starlette:
 
     async def record(request: Request) -> Received:
         received = Received(request.url.path, dict(request.headers), await request.body())
-        with fake.lock:
-            fake.received.append(received)
+        if fake.check:
+            with fake.lock:
+                fake.received.append(received)
         return received
 
     async def fault() -> Response | None:
@@ -214,6 +217,8 @@ def fake_app(fake: Fake) -> Starlette:
             faulted = await fault()
             if faulted is not None:
                 return faulted
+            if not fake.check:
+                return JSONResponse(_REPLIES[kind][0]({}, 0))
             body = received.json
             try:
                 counted = _count(kind, body)

@@ -202,5 +202,7 @@ def serve(args: argparse.Namespace) -> int:
     print(f"cutctx serve: listening on http://{args.host}:{args.port}; OpenAI requests go to "
           f"{upstreams.openai}, Anthropic requests to {upstreams.anthropic}; store "
           f"{store!r}", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    # The upstream's own Date and Server headers are relayed: uvicorn adds none of its own.
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                server_header=False, date_header=False)
     return 0
