@@ -60,7 +60,7 @@ class Fake:
 
 
 def chat_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
-    message = {"role": "assistant", "content": f"reply {n}", "refusal": None}
+    message = {"role": "assistant", "content": f"reply {n}"}
     return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
             "model": body.get("model", "gpt-4o"), "choices": [
                 {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
