@@ -14,10 +14,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .._requires import require
 from ._conversations import Conversation, Conversations
 from ._endpoints import COMPACTING, Endpoint, by_path
 from ._keys import AGENT_HEADERS, ConversationKey, Keys
-from ._requires import require
 
 if TYPE_CHECKING:
     from ._app import create_app
