@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import reveal_type
 
-from anthropic import Anthropic, AsyncAnthropic, omit
+from anthropic import (
+    Anthropic,
+    AnthropicBedrock,
+    AnthropicVertex,
+    AsyncAnthropic,
+    AsyncAnthropicBedrock,
+    omit,
+)
 from openai import AsyncOpenAI, OpenAI
 from pydantic import BaseModel
 
@@ -84,6 +91,25 @@ async def anthropic_async(sdk: AsyncAnthropic) -> None:
     wrapped = CompactingAnthropic(sdk)
     reveal_type(await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: amessages
     reveal_type(await wrapped.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: amessages
+
+
+def anthropic_clouds(bedrock: AnthropicBedrock, vertex: AnthropicVertex, sdk: Anthropic) -> None:
+    on_bedrock = CompactingAnthropic(bedrock)
+    on_vertex = CompactingAnthropic(vertex)
+    reveal_type(sdk.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: cloud-messages
+    reveal_type(bedrock.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: cloud-messages
+    reveal_type(on_bedrock.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: cloud-messages
+    reveal_type(on_vertex.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: cloud-messages
+    reveal_type(sdk.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[], stream=True))  # same: cloud-stream
+    reveal_type(on_vertex.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[], stream=True))  # same: cloud-stream
+    reveal_type(on_bedrock.wrapped)  # same: bedrock
+    reveal_type(bedrock)  # same: bedrock
+
+
+async def anthropic_clouds_async(bedrock: AsyncAnthropicBedrock, sdk: AsyncAnthropic) -> None:
+    wrapped = CompactingAnthropic(bedrock)
+    reveal_type(await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: acloud
+    reveal_type(await wrapped.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: acloud
 
 
 def settings_are_checked_by_name_and_type(sdk: OpenAI) -> None:

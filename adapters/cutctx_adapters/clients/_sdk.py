@@ -24,14 +24,17 @@ def is_async_client(client: Any) -> bool:
 def check_client(client: object, wrapper: str, sdk: str, classes: Sequence[str]) -> None:
     """Refuse, when the wrapper is made, anything but an instance of one of the ``sdk``
     package's ``classes`` (subclasses, such as Azure's, included): the class itself, another
-    SDK's client, or anything else, each named with what to pass instead."""
-    wanted = " or ".join(f"{sdk}.{name}" for name in classes)
+    SDK's client, or anything else, each named with what to pass instead. A class the installed
+    SDK does not have (an older release) is left out."""
+    module = sys.modules.get(sdk)  # a client of this SDK means the SDK is imported already
+    present = [name for name in classes if module is None or hasattr(module, name)]
+    names = [f"{sdk}.{name}" for name in present]
+    wanted = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
     if isinstance(client, type):
         raise ValidationError(
             f"{wrapper} wraps a client instance, got the class {client.__name__}: pass "
             f"{client.__name__}(...)", {"field": "client", "rule": "class_not_instance"})
-    module = sys.modules.get(sdk)  # a client of this SDK means the SDK is imported already
-    kinds = tuple(getattr(module, name) for name in classes) if module is not None else ()
+    kinds = tuple(getattr(module, name) for name in present) if module is not None else ()
     if kinds and isinstance(client, kinds):
         return
     given = type(client)

@@ -26,7 +26,9 @@ __all__ = [
     "SdkView",
 ]
 
-ClientT = TypeVar("ClientT")
+ClientT = TypeVar("ClientT", covariant=True)
+"""Covariant: a wrapper of a cloud client (``AnthropicBedrock``) types its views as the
+SDK's, like a wrapper of any client in the union the view names."""
 SyncClientT = TypeVar("SyncClientT")
 AsyncClientT = TypeVar("AsyncClientT")
 SyncT = TypeVar("SyncT")

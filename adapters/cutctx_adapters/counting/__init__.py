@@ -22,7 +22,7 @@ from ._estimators import (
     use_when_unavailable,
 )
 from ._images import Base64Bytes, data_url_bytes, image_size, image_size_from_data_url
-from ._windows import context_window, input_limit, prompt_budget
+from ._windows import context_window, input_limit, model_name, prompt_budget
 
 __all__ = [
     "CALIBRATION",
@@ -41,6 +41,7 @@ __all__ = [
     "image_size_from_data_url",
     "input_limit",
     "is_claude",
+    "model_name",
     "prompt_budget",
     "scale_to_total",
     "use_when_unavailable",

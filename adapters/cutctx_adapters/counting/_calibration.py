@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from cutctx import TokenEstimator, ValidationError
 
 from ._estimators import check_model, estimator_for
+from ._windows import model_name
 
 __all__ = [
     "CALIBRATION",
@@ -46,9 +47,10 @@ def is_claude(model: str | None) -> bool:
 
 
 def calibration_for(model: str | None) -> float:
-    """The tiktoken-to-Claude factor for ``model`` (None: ``CALIBRATION``)."""
+    """The tiktoken-to-Claude factor for ``model`` (None: ``CALIBRATION``); a cloud or gateway
+    id counts as the model it names (``us.anthropic.claude-opus-4-7``)."""
     model = check_model(model)
-    if model and model.startswith(_NEW_TOKENIZER_MODELS):
+    if model and model_name(model).startswith(_NEW_TOKENIZER_MODELS):
         return NEW_TOKENIZER_CALIBRATION
     return CALIBRATION
 

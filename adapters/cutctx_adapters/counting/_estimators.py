@@ -93,9 +93,10 @@ class CheckedEstimator:
 def _build(model: str | None) -> TokenEstimator:
     require("tiktoken", "tiktoken")  # an extra: said by name, imported only when counting
     from ..tiktoken import TiktokenEstimator
+    from ._windows import model_name
 
-    try:
-        return TiktokenEstimator(model)
+    try:  # a gateway's id (openai/gpt-4o) is counted as the model it names
+        return TiktokenEstimator(None if model is None else model_name(model) or model)
     except TokenizerUnavailable as exc:
         if _fallback is None:
             raise

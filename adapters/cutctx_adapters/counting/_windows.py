@@ -6,15 +6,24 @@ to be had, two gateways' listings; where sources disagreed the smaller figure is
 window taken too large lets a request through that the API then refuses. The longest matching
 prefix wins, so dated snapshots (``gpt-4o-2024-08-06``) inherit their family's window.
 
+The ids clouds and gateways use are read as the model they name (``model_name``): a route before
+the last ``/`` (``openai/gpt-4o``, ``bedrock/...``, an ARN's ``foundation-model/``), Bedrock's
+provider and regional prefixes (``us.anthropic.``, ``global.anthropic.``), and dotted Claude
+versions (``claude-sonnet-4.5``) go; version suffixes (``-v1:0``, ``@20250929``, ``:nitro``) are
+past the prefix that matches. A deployment name (Azure) or an application inference profile
+names no model: it is unknown, and a session asks for ``window=``.
+
 Some models accept less input than window − output: GPT-5 (400K = 272K in + 128K out) and the
 ~1.05M-token models (922K in + 128K out). ``INPUT_LIMITS`` caps the prompt budget for those.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-__all__ = ["CONTEXT_WINDOWS", "INPUT_LIMITS", "context_window", "input_limit", "prompt_budget"]
+__all__ = ["CONTEXT_WINDOWS", "INPUT_LIMITS", "context_window", "input_limit", "model_name",
+           "prompt_budget"]
 
 CONTEXT_WINDOWS: Mapping[str, int] = {
     # OpenAI
@@ -71,10 +80,38 @@ INPUT_LIMITS: Mapping[str, int] = {
 """Most input tokens a model accepts, where that is less than its window minus its output."""
 
 
+_BEDROCK_PROVIDER = re.compile(r"(?:[a-z]+(?:-[a-z]+)?\.)?(?:anthropic|openai)\.")
+"""Bedrock's provider prefix, after an optional cross-Region profile (``us.``, ``us-gov.``)."""
+_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def model_name(model: str) -> str:
+    """The model a cloud or gateway id names, as the providers' own APIs name it.
+
+    >>> model_name("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    'claude-sonnet-4-5-20250929-v1:0'
+    >>> model_name("openrouter/anthropic/claude-3.7-sonnet"), model_name("openai/gpt-4o")
+    ('claude-3-7-sonnet', 'gpt-4o')
+    """
+    name = model.removeprefix("ft:").rpartition("/")[2]
+    found = _BEDROCK_PROVIDER.match(name)
+    if found is not None:
+        name = name[found.end():]
+    if name.startswith("claude-"):
+        name = _DOTTED.sub("-", name)
+    return name
+
+
 def _lookup(model: str, table: Mapping[str, int]) -> int | None:
-    name = model.removeprefix("ft:")
-    best = max((prefix for prefix in table if name.startswith(prefix)), key=len, default=None)
-    return None if best is None else table[best]
+    """The value of the longest prefix of ``model`` in ``table``: as given (a caller's own key
+    for a cloud id), else as the model it names."""
+    given = model.removeprefix("ft:")
+    for name in dict.fromkeys((given, model_name(model))):
+        best = max((prefix for prefix in table if name.startswith(prefix)), key=len,
+                   default=None)
+        if best is not None:
+            return table[best]
+    return None
 
 
 def context_window(model: str | None, overrides: Mapping[str, int] | None = None) -> int | None:
