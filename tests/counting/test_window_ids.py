@@ -25,7 +25,7 @@ from cutctx_adapters.counting import (
 )
 from cutctx_adapters.openai import CompactingOpenAI, chat
 
-BEDROCK = [
+BEDROCK: list[tuple[str, int | None]] = [
     ("anthropic.claude-3-5-sonnet-20240620-v1:0", 200_000),
     ("anthropic.claude-3-5-sonnet-20241022-v2:0", 200_000),
     ("anthropic.claude-3-5-haiku-20241022-v1:0", 200_000),
@@ -40,7 +40,7 @@ BEDROCK = [
     ("anthropic.claude-sonnet-4-6", 1_000_000),
     ("anthropic.claude-opus-4-7", 1_000_000),
 ]
-PROFILES = [
+PROFILES: list[tuple[str, int | None]] = [
     ("us.anthropic.claude-sonnet-4-20250514-v1:0", 200_000),
     ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", 200_000),
     ("eu.anthropic.claude-sonnet-4-5-20250929-v1:0", 200_000),
@@ -56,7 +56,7 @@ PROFILES = [
     ("arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
      "us.anthropic.claude-sonnet-4-5-20250929-v1:0", 200_000),
 ]
-VERTEX = [
+VERTEX: list[tuple[str, int | None]] = [
     ("claude-3-5-sonnet-v2@20241022", 200_000),
     ("claude-3-5-haiku@20241022", 200_000),
     ("claude-3-7-sonnet@20250219", 200_000),
@@ -68,7 +68,7 @@ VERTEX = [
     ("claude-opus-4-5@20251101", 200_000),
     ("claude-sonnet-4-6", 1_000_000),
 ]
-GATEWAYS = [
+GATEWAYS: list[tuple[str, int | None]] = [
     ("anthropic/claude-sonnet-4-5", 200_000),
     ("anthropic/claude-sonnet-4.5", 200_000),
     ("anthropic/claude-3.5-sonnet", 200_000),
