@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from cutctx import REPLACEMENT_KINDS, CompactionReport
 
+from .counting import Calibration
 from .planning import Replacement, short_tokens
 
 __all__ = [
@@ -143,6 +144,10 @@ class CallReport:
     clipped, deduplicated, summarized and dropped, as it is in what was sent (the latest fate:
     a turn clipped and then masked is masked). ``compaction`` is the last event's own report,
     over the view earlier events left."""
+    calibration: Calibration | None = None
+    """How this call's estimates were corrected to the model's bill: the factor applied and
+    the readings it rests on (the replies' reported input, or exact counts); None until the
+    session has a reading for the model (``CompactionSession.observe_usage``)."""
 
     @property
     def noun(self) -> str:
@@ -206,6 +211,10 @@ class CallReport:
             parts.append(f"{self.protection_relaxed} recent turn(s) unprotected to fit")
         if self.model is None and self.counted_with is not None:
             parts.append(f"no model given: counted with {self.counted_with}")
+        calibration = self.calibration
+        if calibration is not None and calibration.factor != 1.0:
+            parts.append(f"estimates ×{calibration.factor:g} from {calibration.observations} "
+                         "reported usage(s)")
         return "".join(f"; {part}" for part in parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,6 +224,8 @@ class CallReport:
             value = getattr(self, field.name)
             if isinstance(value, CompactionReport | TurnFates):
                 value = value.to_dict()
+            elif isinstance(value, Calibration):
+                value = asdict(value)
             elif field.name == "replacements":
                 value = [asdict(replacement) for replacement in value]
             out[field.name] = value

@@ -38,6 +38,7 @@ from .stores import Store
 __all__ = [
     "CompactKeywords",
     "CompactionSettings",
+    "Counter",
     "PlanKeywords",
     "PlanningKeywords",
     "PrefixCheck",
@@ -50,6 +51,8 @@ __all__ = [
     "settings_of",
 ]
 
+Counter = Literal["estimate", "provider"]
+"""Where a wrapped client's counts come from near its limits (``counter``)."""
 PrefixCheck = Literal["identity", "content"]
 """How a session tells that a call's history extends the last one it read (``check_prefix``)."""
 ReportCallback = Callable[[CallReport], object]
@@ -86,6 +89,7 @@ class SettingsKeywords(PlanningKeywords, total=False):
 
     trigger: float | int | None
     target: float | int
+    counter: Counter
     sticky: bool
     max_views: int
     max_view_bytes: int
@@ -150,6 +154,12 @@ class CompactionSettings(PolicyOptions):
     keep_recent: int = 4
     pin: PinSpec = None
     estimator: TokenEstimator | None = None
+    counter: Counter = "estimate"
+    """Wrapped clients: ``"provider"`` asks the provider's count endpoint
+    (``messages.count_tokens``, ``responses.input_tokens.count``) for a request whose estimate
+    is within 10% of the trigger or the budget, and corrects the model's estimates by it;
+    ``"estimate"`` (the default) never does. A count that fails or is refused (Bedrock has no
+    endpoint) leaves the estimate; Chat Completions, which has none, is counted exactly anyway."""
     sticky: bool = True
     max_views: int = 64
     """Compacted views a session keeps (least recently used go first); as many histories are
@@ -363,6 +373,8 @@ def _check(settings: CompactionSettings) -> None:
         whole(getattr(settings, name), name, 0)
     _check_callables(settings)
     PolicyOptions.__post_init__(settings)  # the chain's options, checked where defined
+    if settings.counter not in ("estimate", "provider"):
+        raise ValidationError('counter must be "estimate" or "provider"', {"field": "counter"})
     if settings.check_prefix not in ("identity", "content"):
         raise ValidationError('check_prefix must be "identity" or "content"',
                               {"field": "check_prefix"})

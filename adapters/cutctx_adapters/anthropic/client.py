@@ -43,6 +43,12 @@ _CLIENTS = ("Anthropic", "AsyncAnthropic", "AnthropicBedrock", "AsyncAnthropicBe
 Foundry clients subclass the first-party ones)."""
 
 
+def _count(client: Any) -> Any:
+    """The client's exact count (``counter="provider"``): ``messages.count_tokens`` (on Bedrock
+    the SDK refuses it, and the estimate stands)."""
+    return client.messages.count_tokens
+
+
 def _messages(wrapper: CompactingAnthropic[Any]) -> Any:
     return wrapper._compacting(wrapper.wrapped.messages, messages.FORMAT.name, _METHODS)
 
@@ -75,4 +81,5 @@ class CompactingAnthropic(CompactingClient[AnthropicClientT]):
     def __init__(self, client: AnthropicClientT, *, settings: CompactionSettings | None = None,
                  **keywords: Unpack[SettingsKeywords]) -> None:
         check_client(client, "CompactingAnthropic", "anthropic", _CLIENTS)
-        super().__init__(client, (messages.FORMAT,), settings=settings, **keywords)
+        super().__init__(client, (messages.FORMAT,), settings=settings,
+                         counters={messages.FORMAT.name: _count}, **keywords)

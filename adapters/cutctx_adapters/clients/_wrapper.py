@@ -9,13 +9,15 @@ resources are the SDK's own types (``SdkView``), so calls keep the SDK's overloa
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Generic, Self, TypeVar, Unpack, overload
 
 from ..planning import HistoryFormat
-from ..reports import CallReport
+from ..reports import CallReport, Prepared
 from ..session import CompactionSession
 from ..settings import CompactionSettings, ReportCallback, SettingsKeywords
+from ._counting import Count, ExactCounts, aprepare_counted, prepare_counted
+from ._feeding import afed, fed, watch_entered
 from ._sdk import is_async_client
 
 __all__ = [
@@ -40,13 +42,17 @@ class CompactingResource:
     """An SDK resource whose history-carrying methods compact first; all else delegates."""
 
     def __init__(self, resource: Any, session: CompactionSession, methods: Collection[str], *,
-                 is_async: bool, notify: ReportCallback, managers: bool = False) -> None:
+                 is_async: bool, notify: ReportCallback, managers: bool = False,
+                 count: Count | None = None, counts: ExactCounts | None = None) -> None:
         self._resource = resource
         self._session = session
         self._methods = frozenset(methods)
         self._is_async = is_async
         self._notify = notify
         self._managers = managers
+        self._count = count
+        """The provider's count endpoint (``counter="provider"``), None to count by estimate."""
+        self._counts = counts if counts is not None else ExactCounts()
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._resource, name)
@@ -54,7 +60,8 @@ class CompactingResource:
             # ``with_raw_response.create(...)`` and friends carry the same history.
             return CompactingResource(target, self._session, self._methods,
                                       is_async=self._is_async, notify=self._notify,
-                                      managers=name == "with_streaming_response")
+                                      managers=name == "with_streaming_response",
+                                      count=self._count, counts=self._counts)
         if name not in self._methods or not callable(target):
             return target
         if not self._is_async:
@@ -68,19 +75,30 @@ class CompactingResource:
             return self._async_call(target)
         return self._async_manager(target)
 
+    def _prepare(self, kwargs: dict[str, Any]) -> Prepared:
+        if self._count is None:
+            return self._session.prepare(kwargs)
+        return prepare_counted(self._session, kwargs, self._count, self._counts)
+
+    async def _aprepare(self, kwargs: dict[str, Any]) -> Prepared:
+        if self._count is None:
+            return await self._session.aprepare(kwargs)
+        return await aprepare_counted(self._session, kwargs, self._count, self._counts)
+
     def _sync_call(self, target: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            prepared = self._session.prepare(kwargs)
+            prepared = self._prepare(kwargs)
             self._notify(prepared.report)
-            return target(*args, **prepared.request)
+            return fed(target(*args, **prepared.request), prepared.report, self._session)
 
         return call
 
     def _async_call(self, target: Callable[..., Any]) -> Callable[..., Any]:
         async def call(*args: Any, **kwargs: Any) -> Any:
-            prepared = await self._session.aprepare(kwargs)
+            prepared = await self._aprepare(kwargs)
             self._notify(prepared.report)
-            return await target(*args, **prepared.request)
+            return await afed(await target(*args, **prepared.request), prepared.report,
+                              self._session)
 
         return call
 
@@ -89,10 +107,11 @@ class CompactingResource:
         entering it, so the summarizer can be awaited."""
 
         def call(*args: Any, **kwargs: Any) -> _DeferredManager:
-            async def open_manager() -> Any:
-                prepared = await self._session.aprepare(kwargs)
+            async def open_manager() -> tuple[Any, Callable[[Any], Any]]:
+                prepared = await self._aprepare(kwargs)
                 self._notify(prepared.report)
-                return target(*args, **prepared.request)
+                return target(*args, **prepared.request), lambda stream: watch_entered(
+                    stream, prepared.report, self._session)
 
             return _DeferredManager(open_manager)
 
@@ -103,15 +122,16 @@ class CompactingResource:
 
 
 class _DeferredManager:
-    """An async context manager built once compaction is done."""
+    """An async context manager built once compaction is done; what it enters is watched for
+    the input the reply reports."""
 
     def __init__(self, build: Callable[[], Any]) -> None:
         self._build = build
         self._manager: Any = None
 
     async def __aenter__(self) -> Any:
-        self._manager = await self._build()
-        return await self._manager.__aenter__()
+        self._manager, watch = await self._build()
+        return watch(await self._manager.__aenter__())
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._manager.__aexit__(*exc)
@@ -159,6 +179,7 @@ class CompactingClient(Generic[ClientT]):
 
     def __init__(self, client: ClientT, formats: Collection[HistoryFormat], *,
                  settings: CompactionSettings | None = None,
+                 counters: Mapping[str, Callable[[Any], Count]] | None = None,
                  **keywords: Unpack[SettingsKeywords]) -> None:
         self._client = client
         self._is_async = is_async_client(client)
@@ -168,13 +189,20 @@ class CompactingClient(Generic[ClientT]):
         self.sessions: dict[str, CompactionSession] = {
             fmt.name: CompactionSession(fmt, settings=self.settings) for fmt in formats
         }
+        self._counters = dict(counters or {}) if self.settings.counter == "provider" else {}
+        """Per format, the provider's count endpoint of a client (``counter="provider"``)."""
+        self.exact_counts: dict[str, ExactCounts] = {fmt.name: ExactCounts() for fmt in formats}
+        """Per format, the exact counts asked for (``counter="provider"``) and how often."""
 
     def _notify(self, report: CallReport) -> None:
         self.last_report = report
 
     def _compacting(self, resource: Any, format_name: str, methods: Collection[str]) -> Any:
+        counter = self._counters.get(format_name)
         return CompactingResource(resource, self.sessions[format_name], methods,
-                                  is_async=self._is_async, notify=self._notify)
+                                  is_async=self._is_async, notify=self._notify,
+                                  count=None if counter is None else counter(self._client),
+                                  counts=self.exact_counts[format_name])
 
     @property
     def wrapped(self) -> ClientT:

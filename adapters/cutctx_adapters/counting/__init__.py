@@ -1,8 +1,10 @@
-"""Token counts: a tiktoken estimator per model, Claude's calibration, windows, image sizes.
+"""Token counts: a tiktoken estimator per model, Claude's calibration, windows, image sizes,
+and the correction the providers' reported usage teaches.
 
 Every figure a plan is made from starts here: text estimates (``estimator_for``), the factor
 that puts them on Claude's scale (``calibration_for``), the prompt budget a model's context
-window leaves (``prompt_budget``) and image dimensions read from their headers.
+window leaves (``prompt_budget``), image dimensions read from their headers, and a model's
+``Calibration`` from the input its replies report (``reported_input``).
 """
 
 from ._calibration import (
@@ -22,6 +24,13 @@ from ._estimators import (
     use_when_unavailable,
 )
 from ._images import Base64Bytes, data_url_bytes, image_size, image_size_from_data_url
+from ._usage import (
+    Calibration,
+    UsageEstimator,
+    calibration_of,
+    near_limit,
+    reported_input,
+)
 from ._windows import context_window, input_limit, model_name, prompt_budget
 
 __all__ = [
@@ -30,7 +39,10 @@ __all__ = [
     "ApproximateTokensWarning",
     "Base64Bytes",
     "CalibratedEstimator",
+    "Calibration",
+    "UsageEstimator",
     "calibration_for",
+    "calibration_of",
     "check_model",
     "chosen_estimator",
     "claude_estimator",
@@ -42,7 +54,9 @@ __all__ = [
     "input_limit",
     "is_claude",
     "model_name",
+    "near_limit",
     "prompt_budget",
+    "reported_input",
     "scale_to_total",
     "use_when_unavailable",
 ]

@@ -24,6 +24,12 @@ OpenAIClientT = TypeVar("OpenAIClientT", bound="OpenAI | AsyncOpenAI")
 _METHODS = ("create", "parse", "stream")
 
 
+def _count(client: Any) -> Any:
+    """The client's exact count for Responses (``counter="provider"``): its
+    ``responses.input_tokens.count``; Chat Completions has none (and counts exactly anyway)."""
+    return client.responses.input_tokens.count
+
+
 def _chat(wrapper: CompactingOpenAI[Any]) -> Any:
     real = wrapper.wrapped.chat
     return Namespace(real, completions=wrapper._compacting(real.completions, chat.FORMAT.name,
@@ -58,4 +64,4 @@ class CompactingOpenAI(CompactingClient[OpenAIClientT]):
                  **keywords: Unpack[SettingsKeywords]) -> None:
         check_client(client, "CompactingOpenAI", "openai", ("OpenAI", "AsyncOpenAI"))
         super().__init__(client, (chat.FORMAT, responses.FORMAT), settings=settings,
-                         **keywords)
+                         counters={responses.FORMAT.name: _count}, **keywords)

@@ -25,7 +25,7 @@ from cutctx import (
     ValidationError,
 )
 
-from ..counting import check_model, prompt_budget
+from ..counting import Calibration, calibration_of, check_model, prompt_budget
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..history import (
     Conversion,
@@ -57,6 +57,7 @@ from ..planning import run as _run
 from ..reports import CallReport, Decision, Prepared, TurnFates
 from ..settings import (
     CompactionSettings,
+    Counter,
     PrefixCheck,
     ReportCallback,
     Setting,
@@ -80,6 +81,7 @@ from ._ledger import (
 from ._recent import Recent, RecentHistories, sent_alike
 from ._summaries import SharedSummaries
 from ._telemetry import observed, tell
+from ._usage import UsageRecords
 
 __all__ = ["CompactionSession", "PrefixCheck"]
 
@@ -155,6 +157,7 @@ class CompactionSession:
     pin = Setting[PinSpec]()
     on_summary_error = Setting[OnSummaryError]()
     estimator = Setting[TokenEstimator | None]()
+    counter = Setting[Counter]()
     sticky = Setting[bool]()
     max_views = Setting[int]()
     max_view_bytes = Setting[int]()
@@ -191,6 +194,7 @@ class CompactionSession:
         store = self.store if self.store is not None else MemoryStore(
             max_entries=max(1, self.summary_cache_size))
         self._summaries = SharedSummaries(store, self.summary_timeout)
+        self._usage = UsageRecords(self.store)
 
     def __repr__(self) -> str:
         return f"CompactionSession({self.format.name!r}, model={self.model!r})"
@@ -200,11 +204,26 @@ class CompactionSession:
         """How many compacted views the session holds."""
         return len(self._known)
 
+    def observe_usage(self, report: CallReport, usage: Any, *, exact: bool = False
+                      ) -> Calibration | None:
+        """Learn from the input a reply reports (``usage``: the reply, its usage, a stream event
+        carrying it, or an int) for the request ``report`` was made for: later estimates for
+        its model are corrected by the ratio to this call's estimate (``calibration`` in later
+        reports; shared through the store). ``exact``: an exact count, taken whole. Returns
+        the model's calibration after it (None when ``usage`` reports no input)."""
+        return self._usage.observe(report, usage, exact=exact)
+
+    async def aobserve_usage(self, report: CallReport, usage: Any, *, exact: bool = False
+                             ) -> Calibration | None:
+        """``observe_usage``, awaiting the store."""
+        return await self._usage.aobserve(report, usage, exact=exact)
+
     # --- the two entry points: the same steps, awaited or not ---------------------------------
 
     def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
         """The request to send (history compacted if needed) and its report."""
         merged = {**(request or {}), **fields}
+        self._usage.load(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = self._prepare(merged)
         return replace(prepared, report=tell(self.settings, prepared.report, stats))
@@ -213,6 +232,7 @@ class CompactionSession:
                        **fields: Any) -> Prepared:
         """``prepare`` with an async summarizer (summaries requested concurrently)."""
         merged = {**(request or {}), **fields}
+        await self._usage.aload(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = await self._aprepare(merged)
         return replace(prepared, report=tell(self.settings, prepared.report, stats))
@@ -281,7 +301,8 @@ class CompactionSession:
         if why_not is not None or fmt.list_key not in request:
             reason = why_not or f"the request has no {fmt.list_key!r}"
             return Prepared(request, CallReport("not_possible", reason, fmt.name, model))
-        estimator = self.estimator or fmt.estimator_for(model)
+        estimator = self._usage.estimator(self.estimator or fmt.estimator_for(model), fmt.name,
+                                          model)
         raw = request[fmt.list_key]
         if isinstance(raw, Iterator):
             # The SDKs take any iterable; a generator can be read only once, so read it here
@@ -325,7 +346,7 @@ class CompactionSession:
         seed = None
         if self.sticky and items:
             seed = content_key([fmt.name, to_plain(side), model, budget, trigger, target,
-                                overhead, deferred is not None])
+                                overhead, deferred is not None, *self._usage.seed(estimator)])
             if recent is not None and recent.seed == seed:
                 hashed = min(reused, len(recent.chain))
                 chain = recent.chain.prefix(hashed).extended(chain_keys(
@@ -591,7 +612,7 @@ def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
     counted_with = call.model or getattr(estimator, "encoding_name", None) or type(
         estimator).__name__
     return {"items_in": len(call.items), "items_sent": len(sent), "prefix_kept": kept,
-            "counted_with": counted_with}
+            "counted_with": counted_with, "calibration": calibration_of(estimator)}
 
 
 def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
