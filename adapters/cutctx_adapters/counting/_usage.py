@@ -2,10 +2,11 @@
 
 Each reply reports the input it was billed for (``usage``: input plus cache reads and writes).
 Beside the session's own estimate of that same request it gives a ratio; the factor that later
-estimates are multiplied by follows those ratios (the first one whole, then half of each new
-one, in log space), bounded to ``BOUNDS``. The factor applied moves only when the one wanted is
-more than ``TOLERANCE`` away, so it settles: a changed factor changes every estimate, and so the
-view a session sends. Pure arithmetic and reading; the recording is the session's.
+estimates are multiplied by follows those ratios (their running mean in log space, each new one
+weighing at least ``WEIGHT``), bounded to ``BOUNDS``. The factor applied moves only when the one
+wanted is more than ``TOLERANCE`` away, so it settles: a changed factor changes every estimate,
+and so the view a session sends. Readings of small requests (below ``SMALLEST``) and implausible
+ones are ignored. Pure arithmetic and reading; the recording is the session's.
 
 >>> record = Calibration().observed(estimate=1_000, reported=1_500)
 >>> record.factor, record.observations
@@ -44,8 +45,13 @@ TOLERANCE = 0.02
 """How far (relative) the wanted factor may drift from the applied one before it is applied."""
 PLAUSIBLE = (0.2, 10.0)
 """Ratios of reported to estimated input outside this are not the same request: ignored."""
-WEIGHT = 0.5
-"""The share of a new reading in the wanted factor, after the first (log space)."""
+SMALLEST = 256
+"""Readings of requests estimated below this are ignored: their framing (a few tokens a message,
+counted differently by every provider) outweighs their text."""
+WEIGHT = 0.25
+"""The least share of a new reading in the wanted factor (log space): the readings so far are
+averaged until there are four, then each new one weighs this much, so one request of unusual
+content cannot move a settled factor past ``TOLERANCE``."""
 NEAR = 0.1
 """How close (a share) an estimate must be to the trigger or the budget for an exact count."""
 
@@ -71,14 +77,15 @@ class Calibration:
         """This record after one reading: ``reported`` input for a request estimated at
         ``estimate`` with the factor ``used`` (default: this one's). ``exact``: an exact count,
         taken whole. An implausible reading leaves the record as it was."""
-        if estimate <= 0 or reported <= 0:
+        if estimate < SMALLEST or reported <= 0:
             return self
         ratio = reported / estimate
         if not PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
             return self
         reading = (self.factor if used is None else used) * ratio
         if self.observations and not exact:
-            reading = math.exp((1 - WEIGHT) * math.log(self.wanted) + WEIGHT * math.log(reading))
+            weight = max(WEIGHT, 1 / (self.observations + 1))
+            reading = math.exp((1 - weight) * math.log(self.wanted) + weight * math.log(reading))
         wanted = min(max(reading, BOUNDS[0]), BOUNDS[1])
         factor = self.factor
         if exact or abs(wanted / factor - 1) > TOLERANCE:
