@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +53,13 @@ class ScriptedApi:
 
     steps: int
     answer_every: int | None = None
+    bill: Callable[[dict[str, Any]], int] | None = None
+    """The input tokens a body is billed for (its reply's ``usage``); None: 1."""
     sent: list[dict[str, Any]] = field(default_factory=list)
     """Every JSON body the agent sent, in order."""
+
+    def _billed(self, body: dict[str, Any]) -> int:
+        return 1 if self.bill is None else self.bill(body)
 
     def _done(self, call_ids: list[str]) -> int:
         found = [int(match.group(1)) + 1 for call_id in call_ids
@@ -86,7 +91,9 @@ class ScriptedApi:
                 for call_id, arguments in self._calls(done)]}
         return httpx.Response(200, json={
             "id": f"chatcmpl-{done}", "object": "chat.completion", "created": 1,
-            "model": body["model"], "usage": _usage(),
+            "model": body["model"], "usage": {
+                "prompt_tokens": self._billed(body), "completion_tokens": 1,
+                "total_tokens": self._billed(body) + 1},
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "stop" if answers else "tool_calls"}]})
 
@@ -108,20 +115,19 @@ class ScriptedApi:
             "id": f"resp_{done}", "object": "response", "created_at": 1, "model": body["model"],
             "status": "completed", "output": output, "parallel_tool_calls": True,
             "tool_choice": "auto", "tools": [],
-            "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+            "usage": {"input_tokens": self._billed(body), "output_tokens": 1,
+                      "total_tokens": self._billed(body) + 1,
                       "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens_details": {"reasoning_tokens": 0}}})
 
 
-def _usage() -> dict[str, int]:
-    return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-
-
 @contextmanager
-def scripted_api(steps: int, answer_every: int | None = None) -> Iterator[ScriptedApi]:
+def scripted_api(steps: int, answer_every: int | None = None,
+                 bill: Callable[[dict[str, Any]], int] | None = None) -> Iterator[ScriptedApi]:
     """Both OpenAI endpoints answered by a scripted model of ``steps`` tool-calling turns
-    (answering after every ``answer_every`` of them too)."""
-    api = ScriptedApi(steps, answer_every)
+    (answering after every ``answer_every`` of them too; ``bill``: the input each body is
+    billed for)."""
+    api = ScriptedApi(steps, answer_every, bill)
     with respx.mock(using="httpcore2", assert_all_called=False) as router:
         router.post(f"{BASE_URL}/chat/completions").mock(side_effect=api.chat)
         router.post(f"{BASE_URL}/responses").mock(side_effect=api.responses)

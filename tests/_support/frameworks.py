@@ -29,7 +29,7 @@ from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.session import CallReport
 
 __all__ = ["ANSWER", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK", "WINDOW", "Wire",
-           "read_file", "scripted_api"]
+           "billed_at", "check_follows_the_bill", "read_file", "scripted_api"]
 
 MODEL = "gpt-4o"
 WINDOW, RESERVE = 3_000, 500
@@ -100,3 +100,28 @@ def same_objects(given: Sequence[Any], sent: Sequence[Any],
     for item in sent:
         if id(item) not in ids:
             assert not any(equal(item, other) for other in given)
+
+
+def billed_at(factor: float) -> Callable[[dict[str, Any]], int]:
+    """A scripted model's bill: ``factor`` times cutctx's own count of the body sent."""
+    def bill(body: dict[str, Any]) -> int:
+        key = "input" if "input" in body else "messages"
+        return round(factor * Wire([body], [], key).tokens(body))
+
+    return bill
+
+
+def check_follows_the_bill(api: ScriptedApi, reports: Sequence[CallReport],
+                           factor: float) -> None:
+    """The hook fed its session the reported input: after three replies every estimate is
+    within 3% of the bill (5% for a call whose compaction changed what the request holds: the
+    factor corrects text, and stubs carry more framing), and the session names the factor it
+    learned."""
+    bill = billed_at(factor)
+    assert len(api.sent) == len(reports) > 10
+    for report, body in list(zip(reports, api.sent, strict=True))[3:]:
+        assert report.tokens_sent is not None
+        allowed = 0.05 if report.decision in COMPACTING else 0.03
+        assert abs(report.tokens_sent - bill(body)) <= allowed * bill(body)
+    last = reports[-1].calibration
+    assert last is not None and abs(last.factor - factor) <= 0.03 * factor

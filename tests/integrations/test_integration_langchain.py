@@ -169,3 +169,23 @@ def test_settings_are_checked_when_the_middleware_is_made() -> None:
         CompactionMiddleware(windw=4_000)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="persist"):
         CompactionMiddleware(persist="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("factor", [0.8, 1.5])
+def test_the_replies_usage_teaches_the_counts(factor: float) -> None:
+    reports: list[CallReport] = []
+    agent = _agent(CompactionMiddleware(window=12_000, reserve=fw.RESERVE,
+                                        on_call=reports.append), _Spy())
+    with fw.scripted_api(40, bill=fw.billed_at(factor)) as api:
+        _talk(agent, 1)
+    fw.check_follows_the_bill(api, reports, factor)
+
+
+def test_the_replies_usage_teaches_the_counts_of_ainvoke() -> None:
+    reports: list[CallReport] = []
+    agent = _agent(CompactionMiddleware(window=12_000, reserve=fw.RESERVE,
+                                        on_call=reports.append), _Spy())
+    with fw.scripted_api(40, bill=fw.billed_at(1.4)) as api:
+        asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": fw.TASK}]},
+                                  config={**THREAD, "configurable": {"thread_id": "a1"}}))
+    fw.check_follows_the_bill(api, reports, 1.4)

@@ -144,3 +144,13 @@ def test_provider_compaction_in_the_history_is_deferred_to() -> None:
         agent.run_sync("Go on.", message_history=history, usage_limits=LIMITS)
     assert {report.decision for report in reports} == {"deferred"}
     assert "CompactionPart" in reports[0].reason
+
+
+@pytest.mark.parametrize("factor", [0.8, 1.5])
+def test_the_replies_usage_teaches_the_capabilitys_counts(factor: float) -> None:
+    reports: list[CallReport] = []
+    agent = _agent(CompactionCapability(window=12_000, reserve=fw.RESERVE,
+                                        on_call=reports.append))
+    with fw.scripted_api(40, bill=fw.billed_at(factor)) as api:
+        _talk(agent, 1)
+    fw.check_follows_the_bill(api, reports, factor)

@@ -146,10 +146,11 @@ _INPUT = ("input_tokens", "prompt_tokens")
 ``prompt_tokens`` (OpenAI counts cached input inside them)."""
 _CACHE = ("cache_creation_input_tokens", "cache_read_input_tokens")
 """Anthropic reports cache writes and reads beside ``input_tokens``: they are input too."""
-_HOLDERS = ("usage", "message", "response", "chunk")
+_HOLDERS = ("usage", "message", "response", "chunk", "usage_metadata")
 """Where a reply or a stream event keeps its usage: ``response.usage``, Anthropic's
 ``message_start`` event (``message.usage``), Responses' ``response.completed`` event, the
-Chat stream helper's chunk events."""
+Chat stream helper's chunk events, LangChain's ``AIMessage.usage_metadata`` (whose
+``input_tokens`` include cache reads and writes)."""
 
 
 def reported_input(value: Any) -> int | None:

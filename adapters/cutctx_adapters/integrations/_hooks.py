@@ -3,24 +3,26 @@
 A hook converts the framework's history into one cutctx format, lets a ``CompactionSession``
 prepare it, and hands the framework back its own objects for every item sent unchanged: those
 are found again by content (kept items keep their order), so only stubs, clips and summaries are
-new.
+new. The replies a hook sees feed the session the input they report (``feed``), so its counts
+follow the bill.
 """
 
 from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from ..counting import calibration_for, claude_estimator, is_claude
+from ..counting import calibration_for, claude_estimator, is_claude, reported_input
 from ..history import SUMMARY_HEADER
 from ..planning import HistoryFormat
 from ..reports import CallReport, Decision
 from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "item_shape", "kept_positions", "traced", "unchanged"]
+__all__ = ["HookSessions", "afeed", "feed", "item_shape", "kept_positions", "traced",
+           "unchanged"]
 
 
 class HookSessions:
@@ -33,6 +35,7 @@ class HookSessions:
         self.settings = CompactionSettings.of(settings, **keywords)
         self._sessions: dict[tuple[str, float | None], CompactionSession] = {}
         self._lock = threading.Lock()
+        self._sent: dict[Hashable, tuple[CompactionSession, CallReport]] = {}
         self.last_report: CallReport | None = None
 
     def session(self, format: HistoryFormat, model: str | None) -> CompactionSession:
@@ -61,6 +64,41 @@ class HookSessions:
         """Remember ``report`` as the newest."""
         self.last_report = report
         return report
+
+    def remember(self, key: Hashable, session: CompactionSession, report: CallReport) -> None:
+        """Keep which session sent the request ``key`` names, and its report, until its reply
+        comes (``afeed_later``)."""
+        with self._lock:
+            if len(self._sent) >= 256:  # replies that never came (a failed request)
+                self._sent.pop(next(iter(self._sent)))
+            self._sent[key] = (session, report)
+
+    async def afeed_later(self, key: Hashable, replies: Iterable[Any]) -> None:
+        """Feed the replies of the request ``key`` names to the session that sent it."""
+        with self._lock:
+            sent = self._sent.pop(key, None)
+        if sent is not None:
+            await afeed(sent[0], sent[1], replies)
+
+
+def _reporting(replies: Iterable[Any]) -> Any:
+    """The first reply that reports its input, or None."""
+    return next((reply for reply in replies if reported_input(reply) is not None), None)
+
+
+def feed(session: CompactionSession, report: CallReport, replies: Iterable[Any]) -> None:
+    """Give ``session`` the input the first of ``replies`` that reports one was billed for
+    (the request ``report`` describes): later estimates for its model follow the bill."""
+    reply = _reporting(replies)
+    if reply is not None:
+        session.observe_usage(report, reply)
+
+
+async def afeed(session: CompactionSession, report: CallReport, replies: Iterable[Any]) -> None:
+    """``feed``, awaiting the session's store."""
+    reply = _reporting(replies)
+    if reply is not None:
+        await session.aobserve_usage(report, reply)
 
 
 Shape = Callable[[Any], Hashable]

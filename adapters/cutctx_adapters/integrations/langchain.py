@@ -10,7 +10,8 @@ Completions messages (``langchain_core``'s own conversion) through one sticky se
 messages are the caller's objects, untouched; a masked or clipped message is a copy of its
 original with the cutctx stub in place of its content (a ``ToolMessage`` keeps its
 ``tool_call_id``, every message its id); a summary is a new ``HumanMessage``. Anthropic models
-are counted with the Claude calibration. ``persist=True`` also replaces the stored history with
+are counted with the Claude calibration, and every model's counts follow the input its replies
+report (``usage_metadata``). ``persist=True`` also replaces the stored history with
 what was sent (so checkpoints stop growing; what was masked or dropped is then gone from the
 state too). Needs ``pip install 'cutctx[langchain]'``.
 """
@@ -51,7 +52,7 @@ from ..clients import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions, traced  # noqa: E402
+from ._hooks import HookSessions, afeed, feed, traced  # noqa: E402
 
 __all__ = ["ChatModelSummarizer", "CompactionMiddleware"]
 
@@ -99,19 +100,21 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_model_call(self, request: ModelRequest[Any], handler: Handler
                         ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         read = self._read(request)
-        prepared = self._sessions.session(chat.FORMAT, read.fields["model"]).prepare(
-            read.fields)
+        session = self._sessions.session(chat.FORMAT, read.fields["model"])
+        prepared = session.prepare(read.fields)
         sent = self._sent(read, prepared)
         response = handler(request if sent is None else request.override(messages=sent))
+        feed(session, prepared.report, response.result)
         return self._result(response, sent)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler
                                ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         read = self._read(request)
-        prepared = await self._sessions.session(chat.FORMAT, read.fields["model"]).aprepare(
-            read.fields)
+        session = self._sessions.session(chat.FORMAT, read.fields["model"])
+        prepared = await session.aprepare(read.fields)
         sent = self._sent(read, prepared)
         response = await handler(request if sent is None else request.override(messages=sent))
+        await afeed(session, prepared.report, response.result)
         return self._result(response, sent)
 
     # --- the steps both share -------------------------------------------------------------

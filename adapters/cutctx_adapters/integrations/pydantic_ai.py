@@ -15,7 +15,8 @@ assistant message (text, thinking and tool calls together), so tool calls and th
 stay paired. Messages sent whole are the caller's objects; a message that lost or changed a
 part is a copy holding the parts left (a masked tool return: a copy of the part with the cutctx
 stub as its content); a summary is a new ``ModelRequest`` with one ``UserPromptPart``.
-Anthropic models are counted with the Claude calibration. With the provider's own compaction in
+Anthropic models are counted with the Claude calibration; the capability's counts follow the
+input each reply reports (``after_model_request``). With the provider's own compaction in
 play (a provider ``CompactionPart`` in the history, or ``openai_context_management`` /
 ``anthropic_context_management`` in the model settings) cutctx defers to it: the messages go as
 they are, reported ``deferred``; a server-held conversation (``openai_previous_response_id``)
@@ -25,7 +26,7 @@ goes as it is too, reported ``not_possible``. Needs ``pip install 'cutctx[pydant
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -94,8 +95,10 @@ class HistoryCompactor:
     async def compacted(self, messages: Sequence[ModelMessage], model: str | None, *,
                         instructions: str | None = None,
                         tools: Sequence[ToolDefinition] = (),
-                        settings: Mapping[str, Any] | None = None) -> list[ModelMessage]:
-        """The messages to send for ``model`` (the very list's items where nothing changed)."""
+                        settings: Mapping[str, Any] | None = None,
+                        reply_key: Hashable | None = None) -> list[ModelMessage]:
+        """The messages to send for ``model`` (the very list's items where nothing changed).
+        ``reply_key``: the request's, for its reply to feed the session (``replied``)."""
         settings = settings or {}
         passed = self._passed_through(messages, model, settings)
         if passed:
@@ -105,9 +108,17 @@ class HistoryCompactor:
                                   "tools": [_tool(tool) for tool in tools]}
         if isinstance(settings.get("max_tokens"), int):
             fields["max_completion_tokens"] = settings["max_tokens"]
-        prepared = await self._sessions.session(chat.FORMAT, model).aprepare(fields)
+        session = self._sessions.session(chat.FORMAT, model)
+        prepared = await session.aprepare(fields)
         self._sessions.kept(prepared.report)
+        if reply_key is not None:
+            self._sessions.remember(reply_key, session, prepared.report)
         return _restored(read, prepared.messages)
+
+    async def replied(self, reply_key: Hashable, response: ModelResponse) -> None:
+        """The reply to the request ``reply_key`` names: its reported input (``usage``) feeds
+        the session that compacted it."""
+        await self._sessions.afeed_later(reply_key, [response])
 
     def _passed_through(self, messages: Sequence[ModelMessage], model: str | None,
                         settings: Mapping[str, Any]) -> bool:
@@ -155,8 +166,15 @@ class CompactionCapability(AbstractCapability[Any]):
             request_context.messages, request_context.model.model_name,
             instructions=instructions or None,
             tools=[*parameters.function_tools, *parameters.output_tools],
-            settings=dict(request_context.model_settings or {}))
+            settings=dict(request_context.model_settings or {}),
+            reply_key=id(request_context))
         return request_context
+
+    async def after_model_request(self, ctx: RunContext[Any], *,
+                                  request_context: ModelRequestContext,
+                                  response: ModelResponse) -> ModelResponse:
+        await self.compactor.replied(id(request_context), response)
+        return response
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
