@@ -8,7 +8,9 @@ Each module is an optional extra and imports its framework when it is imported i
   ``create_agent(..., middleware=[...])``;
 * ``integrations.pydantic_ai`` (``cutctx[pydantic-ai]``): ``CompactionCapability(...)`` for
   ``Agent(capabilities=[...])``, and ``compacting_history_processor(...)`` for
-  ``ProcessHistory(...)``.
+  ``ProcessHistory(...)``;
+* ``integrations.agent_framework`` (``cutctx[agent-framework]``): ``CompactingStrategy(...)``
+  for Microsoft Agent Framework's ``compaction_strategy=`` (per agent, client or run).
 
 Every hook takes the settings of ``CompactionSession`` (a ``CompactionSettings`` as
 ``settings=`` and/or its fields as keywords, ``store=`` included) and keeps one sticky session

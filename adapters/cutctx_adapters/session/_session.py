@@ -220,21 +220,27 @@ class CompactionSession:
 
     # --- the two entry points: the same steps, awaited or not ---------------------------------
 
-    def prepare(self, request: Mapping[str, Any] | None = None, **fields: Any) -> Prepared:
-        """The request to send (history compacted if needed) and its report."""
+    def prepare(self, request: Mapping[str, Any] | None = None, *, budget: int | None = None,
+                **fields: Any) -> Prepared:
+        """The request to send (history compacted if needed) and its report. ``budget``: this
+        call's prompt budget in tokens, in place of the window less the reply's allowance (a
+        host whose budget changes from call to call keeps one live session; ``trigger`` and
+        ``target`` are taken of it)."""
         merged = {**(request or {}), **fields}
+        budget = _call_budget(budget)
         self._usage.load(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
-            prepared = self._prepare(merged)
+            prepared = self._prepare(merged, budget)
         return replace(prepared, report=tell(self.settings, prepared.report, stats))
 
-    async def aprepare(self, request: Mapping[str, Any] | None = None,
-                       **fields: Any) -> Prepared:
+    async def aprepare(self, request: Mapping[str, Any] | None = None, *,
+                       budget: int | None = None, **fields: Any) -> Prepared:
         """``prepare`` with an async summarizer (summaries requested concurrently)."""
         merged = {**(request or {}), **fields}
+        budget = _call_budget(budget)
         await self._usage.aload(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
-            prepared = await self._aprepare(merged)
+            prepared = await self._aprepare(merged, budget)
         return replace(prepared, report=tell(self.settings, prepared.report, stats))
 
     @contextmanager
@@ -245,8 +251,8 @@ class CompactionSession:
         except BudgetUnsatisfiable as error:
             raise explained(error, self.format, self.settings, request, self.model) from error
 
-    def _prepare(self, request: dict[str, Any]) -> Prepared:
-        call = self._read(request)
+    def _prepare(self, request: dict[str, Any], budget: int | None = None) -> Prepared:
+        call = self._read(request, budget)
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.sync
@@ -262,8 +268,8 @@ class CompactionSession:
         result = None if extra is None else _run(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
 
-    async def _aprepare(self, request: dict[str, Any]) -> Prepared:
-        call = self._read(request)
+    async def _aprepare(self, request: dict[str, Any], budget: int | None = None) -> Prepared:
+        call = self._read(request, budget)
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.asynchronous
@@ -291,7 +297,8 @@ class CompactionSession:
 
     # --- reading a request -------------------------------------------------------------------
 
-    def _read(self, request: dict[str, Any]) -> _Call | Prepared:
+    def _read(self, request: dict[str, Any], given_budget: int | None = None
+              ) -> _Call | Prepared:
         fmt = self.format
         model = request.get("model", self.model)
         model = given(model)
@@ -334,7 +341,8 @@ class CompactionSession:
         overhead = fmt.overhead(request, estimator)
         server = fmt.server_compaction(request)
         deferred = server if self.defer_to_server else None
-        budget = self._budget(request, model, own=deferred is not None)
+        budget = (self._budget(request, model, own=deferred is not None)
+                  if given_budget is None else given_budget)
         if deferred is not None:  # the server compacts: only the model's own limit holds
             trigger = target = int(budget * (1 - fmt.safety_margin))
         else:
@@ -601,6 +609,15 @@ class CompactionSession:
         if key is not None and (side is not None or given(request.get(key)) is not None):
             out[key] = side
         return out
+
+
+def _call_budget(budget: object) -> int | None:
+    """A call's own prompt budget (``prepare(budget=...)``): None, or an int >= 1."""
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or budget < 1):
+        raise ValidationError(f"budget must be an int >= 1 (prompt tokens), got {budget!r}",
+                              {"field": "budget", "rule": "call_budget"})
+    return budget
 
 
 def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
