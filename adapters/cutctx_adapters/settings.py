@@ -46,6 +46,7 @@ __all__ = [
     "Setting",
     "SettingsKeywords",
     "budget_or_window",
+    "call_budget",
     "fraction_or_tokens",
     "planning_settings",
     "settings_of",
@@ -396,6 +397,16 @@ def _check(settings: CompactionSettings) -> None:
             or timeout == float("inf")):
         raise ValidationError("summary_timeout must be a positive number of seconds",
                               {"field": "summary_timeout"})
+
+
+def call_budget(budget: object) -> int | None:
+    """A call's own prompt budget (``prepare(budget=...)``, a hook's ``with_budget``): None,
+    or an int >= 1, else refused by name."""
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or budget < 1):
+        raise ValidationError(f"budget must be an int >= 1 (prompt tokens), got {budget!r}",
+                              {"field": "budget", "rule": "call_budget"})
+    return budget
 
 
 def budget_or_window(budget: int | CompactionBudget | None, settings: CompactionSettings,

@@ -653,7 +653,9 @@ def test_any_history_with_a_compaction_block_or_server_tools_compacts_to_a_valid
         if case["cut"] is not None:
             assert out[0]["content"][0] == BLOCK
             assert len(result.covered) >= case["cut"]
-        assert result.tokens_after <= int(total * fraction) or result.budget_unmet
+        # judged on what is sent (measured after rendering), as budget_unmet is: the plan's
+        # own estimate (tokens_after) may count a stub's framing a little high
+        assert result.tokens_sent <= int(total * fraction) or result.budget_unmet
 
 
 def summarize_any(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:

@@ -50,7 +50,7 @@ from cutctx import ValidationError  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..reports import CallReport  # noqa: E402
 from ..session import CompactionSession  # noqa: E402
-from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
+from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
 from ._hooks import HookSessions, afeed, traced  # noqa: E402
 
 __all__ = ["CallMiddleware", "CompactingStrategy"]
@@ -107,7 +107,7 @@ class CompactingStrategy:
     def __init__(self, settings: CompactionSettings | None = None, *, model: str | None = None,
                  budget: int | None = None, **keywords: Unpack[SettingsKeywords]) -> None:
         self._shared = _Shared(settings, keywords, model)
-        self.budget = _checked_budget(budget)
+        self.budget = call_budget(budget)
         self.settings = self._shared.sessions.settings
 
     @property
@@ -132,7 +132,7 @@ class CompactingStrategy:
         calls it serves (None: the window less ``reserve``)."""
         view = object.__new__(CompactingStrategy)
         view._shared = self._shared
-        view.budget = _checked_budget(budget)
+        view.budget = call_budget(budget)
         view.settings = self.settings
         return view
 
@@ -173,14 +173,6 @@ class CallMiddleware(ChatMiddleware):
         reported = usage.get("input_token_count") if isinstance(usage, dict) else None
         if call.sent is not None and isinstance(reported, int):
             await afeed(call.sent[0], call.sent[1], [reported])
-
-
-def _checked_budget(budget: object) -> int | None:
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                               or budget < 1):
-        raise ValidationError(f"budget must be an int >= 1 (prompt tokens), got {budget!r}",
-                              {"field": "budget", "rule": "call_budget"})
-    return budget
 
 
 # --- the framework's messages → Chat Completions messages ---------------------------------------

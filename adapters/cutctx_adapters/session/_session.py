@@ -62,6 +62,7 @@ from ..settings import (
     ReportCallback,
     Setting,
     SettingsKeywords,
+    call_budget,
     fraction_or_tokens,
     kind_of,
 )
@@ -227,7 +228,7 @@ class CompactionSession:
         host whose budget changes from call to call keeps one live session; ``trigger`` and
         ``target`` are taken of it)."""
         merged = {**(request or {}), **fields}
-        budget = _call_budget(budget)
+        budget = call_budget(budget)
         self._usage.load(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = self._prepare(merged, budget)
@@ -237,7 +238,7 @@ class CompactionSession:
                        budget: int | None = None, **fields: Any) -> Prepared:
         """``prepare`` with an async summarizer (summaries requested concurrently)."""
         merged = {**(request or {}), **fields}
-        budget = _call_budget(budget)
+        budget = call_budget(budget)
         await self._usage.aload(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = await self._aprepare(merged, budget)
@@ -609,15 +610,6 @@ class CompactionSession:
         if key is not None and (side is not None or given(request.get(key)) is not None):
             out[key] = side
         return out
-
-
-def _call_budget(budget: object) -> int | None:
-    """A call's own prompt budget (``prepare(budget=...)``): None, or an int >= 1."""
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                               or budget < 1):
-        raise ValidationError(f"budget must be an int >= 1 (prompt tokens), got {budget!r}",
-                              {"field": "budget", "rule": "call_budget"})
-    return budget
 
 
 def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
