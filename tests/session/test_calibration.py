@@ -210,6 +210,7 @@ def test_estimates_follow_the_bill_after_three_replies(provider: Provider) -> No
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("provider", [0.8, 1.6], indirect=True, ids=lambda f: f"factor={f}")
 async def test_streams_feed_the_bill_too(provider: Provider) -> None:
     reports: list[CallReport] = []
     client = CompactingAnthropic(AsyncAnthropic(api_key="test", base_url=BASE_URL,
@@ -250,12 +251,13 @@ def test_responses_follow_the_bill(provider: Provider) -> None:
     window = 12_000
     client = CompactingOpenAI(OpenAI(api_key="test", base_url=f"{BASE_URL}/v1", max_retries=0),
                               window=window, reserve=MAX_TOKENS, on_call=reports.append)
-    run = responses_run(5, 40)
+    run = responses_run(5, 32)
     for items in run.calls():
         client.responses.create(**{"model": "gpt-5", "instructions": run.side, "input": items})
     assert_follows_the_bill(reports, provider.billed, budget=window - MAX_TOKENS)
 
 
+@pytest.mark.parametrize("provider", [0.8, 1.6], indirect=True, ids=lambda f: f"factor={f}")
 def test_the_exact_counter_is_asked_only_near_the_budget(provider: Provider) -> None:
     reports: list[CallReport] = []
     client = CompactingAnthropic(Anthropic(api_key="test", base_url=BASE_URL, max_retries=0),
