@@ -156,7 +156,8 @@ class CompactionSettings(PolicyOptions):
     kept as read, so that each of the conversations one session serves reads only what it
     appends."""
     max_view_bytes: int = 64 * 1024 * 1024
-    """Bytes of text the views may hold; the histories read, as many again."""
+    """Bytes of text the views may hold; the histories read, and the session's remembered token
+    counts, as many again each (the estimators a process shares hold no text)."""
     summary_cache_size: int = 1024
     store: Store | None = None
     """Where summaries are kept and claimed: by default a session's own ``MemoryStore``;

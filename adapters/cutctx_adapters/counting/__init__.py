@@ -5,6 +5,7 @@ that puts them on Claude's scale (``calibration_for``), the prompt budget a mode
 window leaves (``prompt_budget``) and image dimensions read from their headers.
 """
 
+from ._cache import DEFAULT_CACHE_BYTES, CountCache
 from ._calibration import (
     CALIBRATION,
     NEW_TOKENIZER_CALIBRATION,
@@ -26,10 +27,12 @@ from ._windows import context_window, input_limit, prompt_budget
 
 __all__ = [
     "CALIBRATION",
+    "DEFAULT_CACHE_BYTES",
     "NEW_TOKENIZER_CALIBRATION",
     "ApproximateTokensWarning",
     "Base64Bytes",
     "CalibratedEstimator",
+    "CountCache",
     "calibration_for",
     "check_model",
     "chosen_estimator",

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from cutctx import TokenEstimator, ValidationError
 
+from ._cache import CountCache
 from ._estimators import check_model, estimator_for
 
 __all__ = [
@@ -97,5 +98,6 @@ def scale_to_total(values: Sequence[int], total: int) -> list[int]:
 
 
 def claude_estimator(model: str | None) -> CalibratedEstimator:
-    """Text counts on ``model``'s Claude scale: the shared tiktoken estimate times its factor."""
-    return CalibratedEstimator(estimator_for(None), calibration_for(model))
+    """Text counts on ``model``'s Claude scale: the shared tiktoken estimate times its factor,
+    remembered for as long as the result lives."""
+    return CalibratedEstimator(CountCache(estimator_for(None)), calibration_for(model))

@@ -12,6 +12,7 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from cutctx import (
     ValidationError,
 )
 
-from ..counting import check_model, prompt_budget
+from ..counting import CountCache, check_model, prompt_budget
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..history import (
     Conversion,
@@ -82,6 +83,9 @@ from ._summaries import SharedSummaries
 from ._telemetry import observed, tell
 
 __all__ = ["CompactionSession", "PrefixCheck"]
+
+_MODELS = 8
+"""Models whose counts a session remembers at once (the least recent goes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +195,8 @@ class CompactionSession:
         store = self.store if self.store is not None else MemoryStore(
             max_entries=max(1, self.summary_cache_size))
         self._summaries = SharedSummaries(store, self.summary_timeout)
+        self._counters: dict[str | None, CountCache] = {}
+        self._counters_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"CompactionSession({self.format.name!r}, model={self.model!r})"
@@ -281,7 +287,7 @@ class CompactionSession:
         if why_not is not None or fmt.list_key not in request:
             reason = why_not or f"the request has no {fmt.list_key!r}"
             return Prepared(request, CallReport("not_possible", reason, fmt.name, model))
-        estimator = self.estimator or fmt.estimator_for(model)
+        estimator = self.estimator or self._counter(model)
         raw = request[fmt.list_key]
         if isinstance(raw, Iterator):
             # The SDKs take any iterable; a generator can be read only once, so read it here
@@ -339,6 +345,18 @@ class CompactionSession:
         return _Call(request, model, items, side, conv, estimator, overhead, budget, trigger,
                      target, chain, None if found is None else found[1],
                      0 if found is None else found[0], boundaries, sums, read_from, deferred)
+
+    def _counter(self, model: str | None) -> CountCache:
+        """The format's estimator for ``model``, its counts remembered for this session (within
+        ``max_view_bytes`` of text): a process keeps no text of a session."""
+        with self._counters_lock:
+            found = self._counters.get(model)
+            if found is None:
+                if len(self._counters) >= _MODELS:
+                    del self._counters[next(iter(self._counters))]
+                found = self._counters[model] = CountCache(self.format.estimator_for(model),
+                                                           self.max_view_bytes)
+            return found
 
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
                  continued: Recent | None
