@@ -106,7 +106,8 @@ def bodies(route: respx.Route) -> list[dict[str, Any]]:
 
 
 def sent(route: respx.Route) -> dict[str, Any]:
-    return json.loads(route.calls.last.request.content)
+    body: dict[str, Any] = json.loads(route.calls.last.request.content)
+    return body
 
 
 def main_bodies(route: respx.Route) -> list[dict[str, Any]]:

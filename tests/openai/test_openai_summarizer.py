@@ -77,7 +77,8 @@ def route(api: respx.Router) -> respx.Route:
 
 
 def sent(route: respx.Route) -> dict[str, Any]:
-    return json.loads(route.calls.last.request.content)
+    body: dict[str, Any] = json.loads(route.calls.last.request.content)
+    return body
 
 
 def sdk() -> OpenAI:
@@ -115,6 +116,7 @@ def planned(summarizer: Any, messages: list[dict[str, Any]] = HISTORY) -> Any:
 
 def only_request(job: Any) -> cutctx.SummarizationRequest:
     [request] = job.plan.summarization_requests
+    assert isinstance(request, cutctx.SummarizationRequest)
     return request
 
 
