@@ -221,3 +221,45 @@ def test_an_in_place_redaction_of_a_mapping_subclass_is_seen(name: str) -> None:
     sent = body(compactor, request)
     assert SECRET not in sent and "[redacted]" in sent
     assert sent == body(new_session(fmt, "content"), request)
+
+
+# --- fresh copies of a long history: compared by their encodings, in C (issue 39: 25) --------
+
+
+def long_session() -> CompactionSession:
+    return CompactionSession(chat.FORMAT, model="gpt-4o", window=200_000, reserve=0,
+                             estimator=CharRatioEstimator(), check_prefix="content")
+
+
+def long_chat(value: Any, *, reverse: bool = False) -> dict[str, Any]:
+    """A chat history long enough to be compared by encodings, a number near its end."""
+    filler = [{"role": "user" if index % 2 == 0 else "assistant",
+               "content": f"step {index}"} for index in range(120)]
+    marked = {"role": "user", "content": "Deploy it.", "priority": value}
+    if reverse:
+        marked = dict(reversed(marked.items()))
+    return {"messages": [{"role": "system", "content": "You are a coding agent."}, *filler,
+                         marked, {"role": "assistant", "content": "Deploying."}]}
+
+
+@pytest.mark.parametrize("change", ["true", "float", "keys"])
+def test_fresh_copies_of_a_long_history_tell_what_equality_cannot(change: str) -> None:
+    compactor = long_session()
+    first = long_chat(1)
+    body(compactor, json.loads(json.dumps(first)))
+    given = (long_chat(True) if change == "true" else long_chat(1.0) if change == "float"
+             else long_chat(1, reverse=True))
+    sent = body(compactor, json.loads(json.dumps(given)))
+    assert sent == body(long_session(), given)
+    assert json.loads(sent)["messages"] == given["messages"]
+
+
+def test_fresh_copies_of_an_unchanged_long_history_read_only_what_they_append() -> None:
+    compactor = long_session()
+    history = long_chat(1)
+    compactor.prepare({"model": "gpt-4o", **json.loads(json.dumps(history))})
+    more = [*history["messages"], {"role": "user", "content": "And now?"}]
+    report = compactor.prepare(model="gpt-4o", messages=json.loads(json.dumps(more))).report
+    assert report.decision == "unchanged"
+    again = compactor.prepare(model="gpt-4o", messages=json.loads(json.dumps(more))).report
+    assert (again.decision, again.items_in) == ("unchanged", len(more))

@@ -76,7 +76,7 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``cutctx`` parser: ``inspect``, ``count`` and ``compact``."""
+    """The ``cutctx`` parser: ``inspect``, ``count``, ``compact`` and ``serve``."""
     parser = _Parser(prog="cutctx", description=_DESCRIPTION, epilog=_EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"cutctx {cutctx.__version__}")
@@ -146,4 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="offline (default: deterministic, no model), openai:MODEL or "
                               "anthropic:MODEL (uses the SDK's environment for keys)")
     compact.set_defaults(run=_command("compact"), command="compact")
+
+    from ._serve import add_serve
+
+    add_serve(commands, _Parser)
     return parser

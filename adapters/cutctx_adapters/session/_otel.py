@@ -19,6 +19,8 @@ from ..reports import CallReport, SummaryRecord
 
 __all__ = ["COMPACTION_SPAN", "SUMMARY_SPAN", "current_context", "record_compaction"]
 
+INSTRUMENTATION = __name__.partition(".")[0]
+"""The instrumentation scope spans are recorded under: the adapters' package."""
 COMPACTION_SPAN = "cutctx.compaction"
 SUMMARY_SPAN = "cutctx.summary"
 """A summary request the store answered (one the summarizer answered is ``chat {model}``)."""
@@ -114,9 +116,7 @@ def record_compaction(report: CallReport, start_ns: int, summaries: Sequence[Sum
     trace = _trace()
     if trace is None:
         return
-    from .. import __name__ as instrumentation
-
-    tracer = trace.get_tracer(instrumentation)
+    tracer = trace.get_tracer(INSTRUMENTATION)
     span = tracer.start_span(COMPACTION_SPAN, context=parent, start_time=start_ns,
                              attributes=compaction_attributes(report))
     if report.budget_unmet:

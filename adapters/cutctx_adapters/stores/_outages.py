@@ -15,7 +15,9 @@ import time
 import weakref
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_BACKOFF", "MAX_BACKOFF", "answered", "failed", "may_try"]
+from .prefixed import PrefixedStore
+
+__all__ = ["DEFAULT_BACKOFF", "MAX_BACKOFF", "answered", "failed", "is_down", "may_try"]
 
 DEFAULT_BACKOFF = 5.0
 """Seconds a store that just failed is left alone before it is tried again."""
@@ -32,6 +34,15 @@ class _Outage:
 
 _outages: weakref.WeakKeyDictionary[object, _Outage] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def is_down(store: object) -> bool:
+    """Whether ``store`` is marked down now (it failed, and its back-off is not over)."""
+    if not _outages:
+        return False
+    with _lock:
+        outage = _outage_of(store)
+        return outage is not None and time.monotonic() < outage.retry_at
 
 
 def may_try(store: object) -> bool:
@@ -61,7 +72,7 @@ def failed(store: object, backoff: float) -> bool:
             outage.retry_at = now + outage.backoff
             return False
         with contextlib.suppress(TypeError):  # a store that takes no weak reference
-            _outages[store] = _Outage(now + backoff, backoff)
+            _outages[_owner(store)] = _Outage(now + backoff, backoff)
         return True
 
 
@@ -70,11 +81,18 @@ def answered(store: object) -> None:
     if not _outages:
         return
     with _lock, contextlib.suppress(TypeError):
-        _outages.pop(store, None)
+        _outages.pop(_owner(store), None)
+
+
+def _owner(store: object) -> object:
+    """The store whose outage ``store`` shares: the viewed store, through any views."""
+    while isinstance(store, PrefixedStore):
+        store = store.store
+    return store
 
 
 def _outage_of(store: object) -> _Outage | None:
     try:
-        return _outages.get(store)
+        return _outages.get(_owner(store))
     except TypeError:  # a store that takes no weak reference
         return None

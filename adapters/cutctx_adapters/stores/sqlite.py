@@ -20,6 +20,7 @@ from pathlib import Path
 from cutctx import ValidationError
 
 from ._base import (
+    ThreadTwins,
     check_key,
     check_keys,
     check_limit,
@@ -69,12 +70,13 @@ _INHERITED: list[sqlite3.Connection] = []
 _STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 
-class SQLiteStore:
+class SQLiteStore(ThreadTwins):
     """Values and claims in an SQLite file at ``path`` (its directory must exist).
 
     Past ``max_entries`` or ``max_bytes`` (keys plus values) the oldest-written values are
     evicted; a value larger than ``max_bytes`` on its own is not stored. Expired values are
     never returned and are purged on writes. ``ttl`` is the default lifetime (``None``: none).
+    The async twins (``aget``, ...) run in a worker thread, off the event loop.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_entries: int = 100_000,
