@@ -164,9 +164,17 @@ class Provider:
         """One more exchange to append to an agent history."""
         raise NotImplementedError
 
+    chat_opening: ClassVar[tuple[dict[str, Any], ...]] = ()
+    """What a plain talk opens with (a system message, where the API has them in the list)."""
+
     def chat_history(self, rounds: int, size: int = 120) -> list[dict[str, Any]]:
         """Plain user/assistant talk: masking cannot help, so a summarizer gets asked."""
-        raise NotImplementedError
+        history = [dict(message) for message in self.chat_opening]
+        for i in range(rounds):
+            history.append({"role": "user", "content": f"question {i} {MARKER} " + "why " * size})
+            history.append({"role": "assistant", "content": f"answer {i} " + "because " * size})
+        history.append({"role": "user", "content": "And finally?"})
+        return history
 
     def summary_history(self, rounds: int = 6, size: int = 80) -> list[dict[str, Any]]:
         """Task, then rounds of: a call to read_file, its result, a remark, a user nod."""
@@ -284,6 +292,8 @@ class _OpenAIChat(Provider):
     """``openai`` with Chat Completions: the system prompt is the first message."""
 
     tool_choice: ClassVar[Any] = "auto"
+    chat_opening: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"role": "system", "content": "You are helpful."},)
 
     def reply(self, text: str = "ok", model: str | None = None) -> dict[str, Any]:
         return _completion(text, model or self.model)
@@ -325,14 +335,6 @@ class _OpenAIChat(Provider):
 
     def one_round(self, i: int, text: str = "More.") -> list[dict[str, Any]]:
         return [*self.agent_history(1)[2:-1], {"role": "user", "content": text}]
-
-    def chat_history(self, rounds: int, size: int = 120) -> list[dict[str, Any]]:
-        history: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."}]
-        for i in range(rounds):
-            history.append({"role": "user", "content": f"question {i} {MARKER} " + "why " * size})
-            history.append({"role": "assistant", "content": f"answer {i} " + "because " * size})
-        history.append({"role": "user", "content": "And finally?"})
-        return history
 
     def summary_history(self, rounds: int = 6, size: int = 80) -> list[dict[str, Any]]:
         history: list[dict[str, Any]] = [
@@ -519,14 +521,6 @@ class _AnthropicMessages(Provider):
                  "content": f"more {i} " + "lorem ipsum " * 60},
                 {"type": "text", "text": text}]},
         ]
-
-    def chat_history(self, rounds: int, size: int = 120) -> list[dict[str, Any]]:
-        history: list[dict[str, Any]] = []
-        for i in range(rounds):
-            history.append({"role": "user", "content": f"question {i} {MARKER} " + "why " * size})
-            history.append({"role": "assistant", "content": f"answer {i} " + "because " * size})
-        history.append({"role": "user", "content": "And finally?"})
-        return history
 
     def summary_history(self, rounds: int = 6, size: int = 80) -> list[dict[str, Any]]:
         history: list[dict[str, Any]] = [
