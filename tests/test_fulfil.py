@@ -83,7 +83,12 @@ def test_fulfil_returns_one_summary_per_request_in_plan_order() -> None:
 
 def test_the_summarizer_gets_the_transcript_turns_themselves() -> None:
     got: list[TranscriptTurn] = []
-    fulfil(PLAN, TRANSCRIPT, lambda request, turns: got.extend(turns) or "s")
+
+    def recording(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+        got.extend(turns)
+        return "s"
+
+    fulfil(PLAN, TRANSCRIPT, recording)
     assert got == [TRANSCRIPT.turns[p] for p in (1, 2, 3, 5, 6, 8, 9, 10)]
 
 

@@ -243,7 +243,7 @@ def test_a_summary_within_its_target_keeps_the_request_in_budget() -> None:
     tight = chat.compact(CONVERSATION, budget=budget, summarizer=to_target, keep_recent=2,
                          keep_user_turns=False)
     assert not tight.report.budget_unmet
-    assert tight.messages is not None
+    assert tight.messages is not None and tight.measured_tokens is not None
     assert total(tight.messages) == tight.measured_tokens <= budget
 
 
@@ -256,7 +256,7 @@ def test_a_callers_masking_policy_keeps_the_request_in_budget() -> None:
     budget = first.tokens_after
     tight = chat.compact(HISTORY, budget=budget, keep_recent=2, policy=ObservationMaskingPolicy(0))
     assert not tight.report.budget_unmet
-    assert tight.messages is not None
+    assert tight.messages is not None and tight.measured_tokens is not None
     assert total(tight.messages) == tight.measured_tokens <= budget
 
 
