@@ -204,7 +204,7 @@ def test_a_tasks_image_is_kept_where_it_fits_and_the_older_reply_goes_first() ->
     assert roomy.messages is not None and tight.messages is not None
     assert roomy.messages[0]["content"][0] == task["content"][0]  # the image, whole
     assert all(block["type"] == "text" for block in tight.messages[0]["content"])
-    assert "with 1 [image], elided" in json.dumps(tight.messages)
+    assert "cutctx clipped this message: 1 [image] elided;" in json.dumps(tight.messages)
 
 
 # --- wrong types --------------------------------------------------------------------------
