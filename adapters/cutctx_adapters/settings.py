@@ -166,16 +166,19 @@ class CompactionSettings(PolicyOptions):
     check_prefix: PrefixCheck = "content"
     """How a call's history is told to extend the last one read. ``"content"`` (the default):
     each mapping already read (a dict or any other ``Mapping``) is compared with what was read,
-    so an edit made in place (a redaction, say) is always seen; this costs a comparison per
-    item, growing with the history. ``"identity"``: items that are the very objects read last
-    time are taken as unchanged, so a call costs only what it appends, flat in the history's
-    length; an edit made in place to an item already read is then NOT seen (replace the item,
-    ``history[i] = {...}``, instead). Objects (SDK models) are recognised by identity either way.
-    Compared is what is sent: ``1``, ``True`` and ``1.0`` differ, and so do keys in another
-    order; what is sent is always this history's own (its key order included), as a fresh
-    worker sends it. Two exceptions, for speed: by content, moving a key in place within the
-    very mapping read is not seen; by identity, neither is replacing an item, in the very list
-    read before, with one Python takes as equal (``==``) but sent otherwise."""
+    so an edit made in place (a redaction, say) is seen; this costs a comparison per item,
+    growing with the history. ``"identity"``: items that are the very objects read last time
+    are taken as unchanged, so a call costs only what it appends, flat in the history's length
+    (replace an item, ``history[i] = {...}``, rather than edit it in place).
+
+    What each mode takes as unchanged (the same words as the README): by content, a mapping
+    sent the same — 1, True and 1.0 differ, and so do keys in another order — except that a
+    key moved within the very mapping read before is not seen; an SDK object is recognised by
+    identity in both modes. By identity, an item that is the very object read before is
+    unchanged whatever was done to it in place, and so is one that replaced it, in the very
+    list passed before, if Python takes it as equal (1 for True). What a mode does not see is
+    sent as it was read; whatever it sees as changed is sent as the history holds it, its key
+    order included, as a fresh worker sends it."""
     defer_to_server: bool = True
     """When a request turns the provider's own compaction on (Responses ``context_management``
     compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
