@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Literal, Self, TypedDict, TypeVar, Unpack, overload
 
@@ -353,6 +353,19 @@ def _check_callables(settings: CompactionSettings) -> None:
                               f"{kind_of(policy)}", {"field": "policy"})
 
 
+def _check_pins(pin: object) -> None:
+    """Indexes (ints, not bools; whether each is in range is told by the history)."""
+    if isinstance(pin, str | bytes | Mapping) or not isinstance(pin, Sequence | Set):
+        raise ValidationError("pin must be message indexes (a list) or a predicate (message, "
+                              f"index), got {kind_of(pin)}", {"field": "pin", "rule": "pin_type"})
+    for position, index in enumerate(pin):
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValidationError(
+                f"pin: entry {position} is a {type(index).__name__}, not an index (an int)",
+                {"field": "pin", "rule": "pin_index", "position": position,
+                 "type": type(index).__name__})
+
+
 def _check(settings: CompactionSettings) -> None:
     """Every rule a setting has, in the order of the fields (the first failure is named)."""
     _no_class(settings, "policy", "summarizer", "estimator", "store", "on_compaction",
@@ -372,11 +385,8 @@ def _check(settings: CompactionSettings) -> None:
     for name in ("sticky", "defer_to_server"):
         if not isinstance(getattr(settings, name), bool):
             raise ValidationError(f"{name} must be True or False", {"field": name})
-    pin = settings.pin
-    if pin is not None and not callable(pin) and (
-            isinstance(pin, str | bytes | Mapping) or not hasattr(pin, "__iter__")):
-        raise ValidationError("pin must be message indexes or a predicate (message, index)",
-                              {"field": "pin", "rule": "pin_type"})
+    if settings.pin is not None and not callable(settings.pin):
+        _check_pins(settings.pin)
     if settings.estimator is not None:
         chosen_estimator(settings.estimator, None)  # refuses one without estimate_tokens
     if settings.store is not None and not isinstance(settings.store, Store):

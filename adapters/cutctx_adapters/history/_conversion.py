@@ -408,7 +408,11 @@ def _pinned_indexes(pin: PinSpec, messages: Sequence[Mapping[str, Any]], noun: s
     count = len(messages)
     out: set[int] = set()
     for index in pin:
-        if isinstance(index, bool) or not isinstance(index, int) or not -count <= index < count:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValidationError(f"pin: a {type(index).__name__} is not a {noun} index",
+                                  {"field": "pin", "rule": "pin_index",
+                                   "type": type(index).__name__})
+        if not -count <= index < count:
             raise ValidationError(f"pin: {noun} index out of range for a history of {count}",
                                   {"index": index, "field": "pin", "rule": "pin_index"})
         out.add(index % count)
