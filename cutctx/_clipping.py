@@ -83,17 +83,21 @@ def clip_marker(elided_tokens: int, elided_lines: int, tokens: int, digest: str,
                 subject: str = "tool result", elided_parts: str = "",
                 kept_lines: int = 0) -> str:
     """The line put between a clipped text's head and tail (``subject``: what was clipped;
-    ``elided_parts``: the non-text parts cut, as ``1 [image]``; ``kept_lines``: salient lines
-    of the middle kept after it).
+    ``elided_parts``: the non-text parts cut, as ``1 [image]``, named alone when no text was;
+    ``kept_lines``: salient lines of the middle kept after it).
 
     >>> clip_marker(1200, 40, 2000, "ab" * 32)[:61]
     '[... cutctx clipped this tool result: 1200 tokens (40 lines) '
+    >>> clip_marker(0, 0, 900, "ab" * 32, elided_parts="1 [image]")[:50]
+    '[... cutctx clipped this tool result: 1 [image] el'
     """
-    parts = f", with {elided_parts}," if elided_parts else ""
+    elided = f"{elided_tokens} tokens ({elided_lines} lines)"
+    if elided_parts:
+        elided = f"{elided}, with {elided_parts}," if elided_tokens else elided_parts
     kept = (f", {kept_lines} salient line{'s' if kept_lines != 1 else ''} of it kept below"
             if kept_lines else "")
-    return (f"[... cutctx clipped this {subject}: {elided_tokens} tokens ({elided_lines} lines)"
-            f"{parts} elided{kept}; original: {tokens} tokens, sha256:{digest} ...]")
+    return (f"[... cutctx clipped this {subject}: {elided} elided{kept}; original: {tokens} "
+            f"tokens, sha256:{digest} ...]")
 
 
 def plan_clip(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -192,8 +192,8 @@ def test_afulfil_wraps_exceptions_too(asynchronous: bool) -> None:
     assert SECRET not in str(caught.value)
 
 
-@pytest.mark.parametrize("text", ["", " ", "\n\t", None, 0, b"bytes"])
-def test_empty_or_non_text_summaries_fail(text: object) -> None:
+@pytest.mark.parametrize("text", ["", " ", "\n\t"])
+def test_empty_summaries_fail(text: object) -> None:
     async def async_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
         return text
 
@@ -203,6 +203,28 @@ def test_empty_or_non_text_summaries_fail(text: object) -> None:
     with pytest.raises(SummarizationFailed) as caught:
         asyncio.run(afulfil(PLAN, TRANSCRIPT, async_text))  # type: ignore[arg-type]
     assert caught.value.details["cause"] == "EmptySummary"
+
+
+@pytest.mark.parametrize("text", [None, 0, 123, b"bytes", {"text": "a summary"}, ["a"]],
+                         ids=["None", "zero", "int", "bytes", "dict", "list"])
+def test_a_summary_that_is_not_text_is_named_as_such(text: object) -> None:
+    """Not an empty summary: the wrong type, named (issue 39, item 23)."""
+    async def async_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
+        return text
+
+    def sync_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
+        return text
+
+    runs: list[Callable[[], object]] = [
+        lambda: fulfil(PLAN, TRANSCRIPT, sync_text),  # type: ignore[arg-type]
+        lambda: asyncio.run(afulfil(PLAN, TRANSCRIPT, async_text))]  # type: ignore[arg-type]
+    for run in runs:
+        with pytest.raises(SummarizationFailed) as caught:
+            run()
+        kind = type(text).__name__
+        assert caught.value.details["cause"] == "SummaryNotText"
+        assert caught.value.details["returned"] == kind
+        assert f"the summarizer returned {kind}, not str" in str(caught.value)
 
 
 # --- the cache ------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ def test_a_tasks_image_is_kept_where_it_fits_and_the_older_reply_goes_first() ->
     assert isinstance(roomy_task, list) and isinstance(tight_task, list)
     assert roomy_task[0] == task["content"][0]  # the image, whole
     assert all(block["type"] == "text" for block in tight_task)
-    assert "with 1 [image], elided" in json.dumps(tight.messages)
+    assert "cutctx clipped this message: 1 [image] elided;" in json.dumps(tight.messages)
 
 
 # --- wrong types --------------------------------------------------------------------------

@@ -424,12 +424,14 @@ def test_async_summarizer_failure_raises_naming_the_group() -> None:
     assert SECRET not in str(caught.value)
 
 
-@pytest.mark.parametrize("text", ["", "   \n\t ", None, 42])
-def test_an_empty_summary_is_a_failure(text: Any) -> None:
+@pytest.mark.parametrize(("text", "cause"), [
+    ("", "EmptySummary"), ("   \n\t ", "EmptySummary"), (None, "SummaryNotText"),
+    (42, "SummaryNotText"), (b"summary", "SummaryNotText"), ({"text": "x"}, "SummaryNotText")])
+def test_an_empty_or_non_text_summary_is_a_failure_saying_which(text: Any, cause: str) -> None:
     with pytest.raises(SummarizationFailed) as caught:
         chat.compact(HISTORY, budget=total(HISTORY) // 3, summarizer=lambda r, t: text,
                      keep_recent=3)
-    assert caught.value.details["cause"] == "EmptySummary"
+    assert caught.value.details["cause"] == cause
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])

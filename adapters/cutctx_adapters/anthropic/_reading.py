@@ -20,7 +20,10 @@ from ..history import (
     convert,
     extend,
     invalid,
+    not_a_list,
+    not_an_entry,
     plain_tools,
+    string_field,
     to_plain,
 )
 from ..planning import given
@@ -55,6 +58,7 @@ __all__ = [
     "read_message",
     "read_request",
     "to_transcript",
+    "tool_rule",
     "validate",
 ]
 
@@ -73,7 +77,7 @@ class Request:
 
 def _plain_messages(history: Any) -> list[dict[str, Any]]:
     if isinstance(history, str | bytes | Mapping) or not isinstance(history, Sequence):
-        raise invalid(NOUN, 0, "messages", "messages_type", "messages must be a list")
+        raise not_a_list("messages", NOUN, history)
     out: list[dict[str, Any]] = []
     for index, message in enumerate(history):
         out.append(to_plain(read_message(message, index), where=f"{NOUN} {index}",
@@ -110,7 +114,24 @@ def _plain_system(system: Any) -> System:
 
 
 def read_request(history: Any, system: Any, tools: Any) -> Request:
-    return Request(_plain_messages(history), _plain_system(system), plain_tools(tools))
+    return Request(_plain_messages(history), _plain_system(system),
+                   plain_tools(tools, tool_rule))
+
+
+def tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What an Anthropic tool lacks: a custom tool (no type, or ``custom``) its name and
+    ``input_schema``; a server or client tool of Anthropic's (``web_search_20250305`` ...) its
+    type."""
+    kind = tool.get("type")
+    if kind is None or kind == "custom":
+        if not string_field(tool, "name"):
+            return "name", "a custom tool needs a name"
+        if not isinstance(tool.get("input_schema"), Mapping):
+            return "input_schema", "a custom tool needs an input_schema (a JSON schema object)"
+        return None
+    if isinstance(kind, str) and kind:
+        return None
+    return "type", "a tool's type must be a non-empty string (or absent, for a custom tool)"
 
 
 def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, rule: str,
@@ -179,7 +200,7 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
 def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
     """The role and content of a message whose structure (not pairing) is valid."""
     if not isinstance(message, Mapping):
-        raise invalid(NOUN, index, "", "message_type", "a message must be an object")
+        raise not_an_entry(NOUN, index, message, "message_type")
     role = message.get("role")
     if role not in ("user", "assistant", "system"):
         raise invalid(NOUN, index, "role", "unknown_role",
@@ -488,7 +509,7 @@ def check_request(request: Mapping[str, Any], conv: Conversion[Any] | Growing[An
     tools = given(request.get("tools"))
     if not tools:
         return
-    plain = plain_tools(tools)
+    plain = plain_tools(tools, tool_rule)
     reading = conv.reading
     if isinstance(reading, _Reading) and (
             reading.markers + len(_tool_markers(plain)) <= MAX_CACHE_BREAKPOINTS):

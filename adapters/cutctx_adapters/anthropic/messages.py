@@ -79,6 +79,7 @@ from ._reading import (
     read_message,
     read_request,
     to_transcript,
+    tool_rule,
     validate,
 )
 from ._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS, AnthropicTokenCounter
@@ -399,7 +400,7 @@ def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
     tools = given(request.get("tools"))
     choice = given(request.get("tool_choice"))
-    return counter.request_overhead(plain_tools(tools) if tools else None,
+    return counter.request_overhead(plain_tools(tools, tool_rule) if tools else None,
                                     to_plain(choice) if choice is not None else None)
 
 

@@ -18,6 +18,7 @@ Detection, first match wins (``--format`` skips it):
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from ._errors import CliError
 from ._formats import FORMATS, Format, format_named
 from ._progress import done
 
-__all__ = ["DEFAULT_MAX_BYTES", "Document", "detect", "load", "read_json", "write_json"]
+__all__ = ["DEFAULT_MAX_BYTES", "Document", "check_output", "detect", "load", "read_json",
+           "write_json"]
 
 RESPONSES_ITEM_TYPES = frozenset({
     "message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
@@ -157,7 +159,7 @@ def load(path: str, forced: str | None = None,
         raise CliError(f"{name}: expected a JSON list of messages or a request object, "
                        f"got {_json_type(data)}")
     try:
-        fmt, reason = (format_named(forced), "--format") if forced else detect(data)
+        fmt, reason = (_forced(forced, data), "--format") if forced else detect(data)
     except CliError as exc:
         raise CliError(f"{name}: {exc}") from None
     if isinstance(data, list):
@@ -167,6 +169,26 @@ def load(path: str, forced: str | None = None,
                        f"(object keys: {', '.join(sorted(map(str, data))) or 'none'})")
     side = data.get(fmt.side_key) if fmt.side_key is not None else None
     return Document(name, fmt, reason, data[fmt.history_key], side, data, wrapper)
+
+
+_GUESSES = frozenset({"object with 'messages'", "a claude model", "a list of messages"})
+"""Detection rules that guess (what else could it be?) rather than read the format off the
+data: ``--format`` may overrule them (a Chat Completions history for a Claude model behind an
+OpenAI-compatible proxy, Anthropic messages of plain text)."""
+
+
+def _forced(name: str, data: Any) -> Format:
+    """The format ``--format`` names, unless the data plainly holds another (its fields or
+    blocks say so): then the two are named, rather than one read as the other."""
+    fmt = format_named(name)
+    try:
+        found, reason = detect(data)
+    except CliError:
+        return fmt
+    if found is not fmt and reason not in _GUESSES:
+        raise CliError(f"--format {fmt.name} does not match the file: it reads as "
+                       f"{found.name} ({reason}); drop --format to read it so")
+    return fmt
 
 
 def detect(data: Any) -> tuple[Format, str]:
@@ -214,6 +236,20 @@ def write_json(path: str, data: Any) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
+
+
+def check_output(source: str, output: str, force: bool) -> None:
+    """Refuse to write over the input itself unless ``force``: ``compact FILE -o FILE`` would
+    replace the only copy of the history with its compaction."""
+    if force or "-" in (source, output):
+        return
+    try:
+        same = os.path.samefile(source, output)
+    except OSError:  # the output does not exist yet (or the input is missing: said later)
+        return
+    if same:
+        raise CliError(f"{output}: is FILE itself; write the compaction elsewhere (-o), or pass "
+                       f"--force to replace FILE with it")
 
 
 def _items(history: Any) -> list[Mapping[str, Any]]:

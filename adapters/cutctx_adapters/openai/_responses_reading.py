@@ -11,7 +11,7 @@ from typing import Any
 
 from cutctx import Role, ValidationError
 
-from ..history import BOUNDARY_KIND, Part, check_call_pairs, invalid
+from ..history import BOUNDARY_KIND, Part, check_call_pairs, invalid, not_an_entry
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, MASK_FIELDS, NOUN, SERVER_RESULTS, TEXT_PARTS
 from ._responses_tokens import describe, item_tokens
@@ -250,7 +250,7 @@ def _other(item: Mapping[str, Any], index: int, kind: str) -> _Item:
 
 def _read(item: Any, index: int) -> _Item:
     if not isinstance(item, Mapping):
-        raise invalid(NOUN, index, "", "item_type", "an item must be an object")
+        raise not_an_entry(NOUN, index, item, "item_type")
     kind = item.get("type", "message" if "role" in item else None)
     if kind is None and item.get("object") == "response":
         raise invalid(NOUN, index, "", "response_not_item",
@@ -392,8 +392,7 @@ def plain_input(input_items: Any) -> tuple[list[Any], bool]:
     """The items as plain data, and whether ``input`` was a string (one user message)."""
     if isinstance(input_items, str):
         return [as_message(input_items, "user")], True
-    problem = "input must be a string or a list of items"
-    return plain_items(input_items, NOUN, "input", problem), False
+    return plain_items(input_items, NOUN, "input", " or a string"), False
 
 
 def checked_instructions(instructions: Any) -> str | None:

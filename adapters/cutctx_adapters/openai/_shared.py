@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..history import SUMMARY_HEADER, invalid, to_plain
+from ..history import SUMMARY_HEADER, invalid, not_a_list, to_plain
 
 __all__ = ["NO_COUNT", "SUMMARY_ROLES", "OpenAICodec", "plain_items"]
 
@@ -28,11 +28,11 @@ class OpenAICodec:
         return {"role": self.summary_role, "content": SUMMARY_HEADER + text}
 
 
-def plain_items(items: Any, noun: str, field: str, problem: str) -> list[Any]:
+def plain_items(items: Any, noun: str, field: str, alternative: str = "") -> list[Any]:
     """``items`` as plain JSON copies (SDK objects dumped as their SDK sends them); anything
-    but a list is refused, naming ``field``."""
+    but a list is refused, naming ``field``, what was given and what to pass."""
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
-        raise invalid(noun, 0, field, f"{field}_type", problem)
+        raise not_a_list(field, noun, items, alternative)
     return [to_plain(item, where=f"{noun} {index}", index=index)
             for index, item in enumerate(items)]
 

@@ -31,7 +31,9 @@ from ..history import (
     copy_plain,
     extend,
     invalid,
+    not_an_entry,
     plain_tools,
+    string_field,
 )
 from ..planning import (
     FormatResult,
@@ -183,7 +185,7 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
     last_caller = -1
     for index, message in enumerate(messages[start:], start=start):
         if not isinstance(message, dict):
-            raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
+            raise not_an_entry(_NOUN, index, message, "message_type")
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
@@ -262,7 +264,7 @@ def _refuse_response(message: Mapping[str, Any], index: int) -> None:
 
 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
-    return plain_items(messages, _NOUN, "messages", "messages must be a list")
+    return plain_items(messages, _NOUN, "messages")
 
 
 def to_transcript(
@@ -329,7 +331,20 @@ def count_tokens(
 
 def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenEstimator) -> int:
     """Tokens of a request outside its messages: reply priming plus tool definitions."""
-    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools), estimator)
+    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools, _tool_rule), estimator)
+
+
+def _tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What a Chat Completions tool lacks: ``{"type": "function", "function": {"name", ...}}``
+    or ``{"type": "custom", "custom": {"name", ...}}`` (another type passes, named)."""
+    kind = tool.get("type")
+    if kind in ("function", "custom"):
+        name = f"{kind}.name"
+        return None if string_field(tool, name) else (name, f"a {kind} tool needs {name}")
+    if isinstance(kind, str) and kind:
+        return None
+    return "type", ("a Chat Completions tool needs a type: {\"type\": \"function\", "
+                    "\"function\": {\"name\": ..., \"parameters\": ...}}")
 
 
 def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:

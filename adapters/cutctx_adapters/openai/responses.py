@@ -28,6 +28,7 @@ from ..history import (
     convert,
     extend,
     plain_tools,
+    string_field,
 )
 from ..planning import (
     FormatResult,
@@ -131,8 +132,25 @@ def validate(input_items: str | Sequence[Any], *, instructions: str | None = Non
 def overhead_tokens(tools: Sequence[Any] | None, estimator: TokenEstimator,
                     model: str | None = None) -> int:
     """Tokens of a request outside its items: reply priming plus tool definitions."""
-    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools(tools),
+    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools(tools, _tool_rule),
                                                        counter_for(estimator, model))
+
+
+_NAMED = {"function": "name", "custom": "name", "namespace": "name", "mcp": "server_label"}
+"""Responses tool types and the string each requires besides its type."""
+
+
+def _tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What a Responses tool lacks: a type, and for a function (custom, namespace) its name,
+    for an MCP server its label."""
+    kind = tool.get("type")
+    if not isinstance(kind, str) or not kind:
+        return "type", ("a Responses tool needs a type: {\"type\": \"function\", \"name\": "
+                        "..., \"parameters\": ...}, or a built-in tool's (\"web_search\", ...)")
+    field = _NAMED.get(kind)
+    if field is None or string_field(tool, field):
+        return None
+    return field, f"a {kind} tool needs {field}"
 
 
 def count_tokens(
