@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from cutctx import BudgetUnsatisfiable, SummarizationRequest, TranscriptTurn
 from cutctx_adapters import CallReport, CompactionSession, CompactionSettings
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.reports import FATES
 from cutctx_adapters.stores import MemoryStore
 from tests._support.agents import chat_run
 
@@ -174,7 +175,9 @@ def test_one_span_per_compaction_with_its_figures_and_no_content(
         assert attributes["gen_ai.provider.name"] == "openai"
         assert report.compaction is not None
         assert attributes["cutctx.plan_hash"] == report.compaction.plan_hash
-        assert attributes["cutctx.turns.dropped"] == len(report.compaction.dropped_turn_ids)
+        assert report.turns is not None
+        assert {fate: attributes[f"cutctx.turns.{fate}"] for fate in FATES} == (
+            report.turns.counts())
     summaries = [span for span in finished if span.name == "chat summary-model"]
     assert len(summaries) == summarizer.calls > 0
     for span in summaries:
