@@ -7,22 +7,20 @@
   covers: once cutctx compacted it (over the model's own limit), later calls say so.
 * The six fates partition the history: what a provider's compaction covers is ``summarized``
   (the provider's compaction summarized it), and also listed in ``covered``.
-* The OpenTelemetry span counts turns, as ``report.turns`` does: they add up to the history.
+
+The OpenTelemetry span's turn counts (8) are checked with the other spans, in
+``test_call_reports``.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from cutctx import CompactionReport, SummarizationRequest, TranscriptTurn
 from cutctx_adapters import CallReport, CompactionSession
@@ -193,37 +191,6 @@ def test_deferred_only_while_the_history_goes_as_given(name: str) -> None:
     appended = next(call.report for call in calls[first:] if call.report.decision == "appended")
     assert "server-side compaction is on" in appended.reason
     assert "cutctx's own compaction" in appended.reason
-
-
-# --- 8: the span counts turns -----------------------------------------------------------------
-
-
-@pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
-    yield exporter
-    provider.shutdown()
-
-
-def test_the_span_counts_each_turn_once_as_the_report_does(
-        spans: InMemorySpanExporter) -> None:
-    """A cold call on a long history runs several events: a result clipped by one and masked
-    by the next is one masked turn, in the span as in ``report.turns``."""
-    run = chat_run(5, 90)
-    session = CompactionSession(chat.FORMAT, model="gpt-4o", window=8000,
-                                max_result_tokens=300)
-    report = session.prepare(model="gpt-4o", messages=run.items).report
-    assert report.events > 1 and report.turns is not None
-    twice = len(report.replacements) - len({r.turn_id for r in report.replacements})
-    assert twice > 0  # the history has turns replaced by more than one event
-    (span,) = [span for span in spans.get_finished_spans() if span.name == "cutctx.compaction"]
-    attributes = span.attributes or {}
-    counts = {fate: attributes[f"cutctx.turns.{fate}"] for fate in FATES}
-    assert counts == report.turns.counts()
-    assert sum(report.turns.counts().values()) == len(turn_ids(chat.FORMAT, run.items, None))
 
 
 # --- 7: what a provider's compaction covers has a fate too ------------------------------------
