@@ -150,7 +150,7 @@ def test_a_view_rendered_differently_is_recompacted_not_appended() -> None:
 @pytest.mark.parametrize("summarized", [False, True])
 def test_every_decision_is_true_of_what_was_sent(name: str, summarized: bool) -> None:
     fmt, make = RUNS[name]
-    run = make(3, 120)
+    run = make(3, 70)
     session = CompactionSession(fmt, model="gpt-4o", window=8000,
                                 summarizer=summarize if summarized else None)
     calls = replay(session, run.calls(), model="gpt-4o", **side(fmt, run))

@@ -49,8 +49,9 @@ class Ledger:
     later call finds them without indexing the whole history; empty: look them up by id."""
     members: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Each summary in the view, and the history's turns it stands for (for reports)."""
-    covered: tuple[str, ...] = ()
-    """Turns of the history events left out because a provider's compaction covers them."""
+    by_provider: tuple[str, ...] = ()
+    """Turns of the history events left out because a provider's compaction covers them
+    (the report's ``covered``)."""
     compacted: bool = False
     """Whether the view is cutctx's own compaction: an event masked, clipped, deduplicated,
     summarized or dropped a turn (False: it only left out what a provider's compaction

@@ -418,7 +418,7 @@ class CompactionSession:
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger),
-                            _members(result, ledger), (*ledger.covered, *result.covered),
+                            _members(result, ledger), (*ledger.by_provider, *result.covered),
                             ledger.compacted or result.rewritten)
             events, last, over = events + 1, result, total
             fell_back = fell_back or result.summarization_fallback
@@ -499,7 +499,7 @@ class CompactionSession:
         the turns a provider's compaction covers that it leaves out (events' included)."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, ledger.covered
+            return last.rendered, walked.tokens, ledger.by_provider
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -508,14 +508,14 @@ class CompactionSession:
             tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
                           if turn.turn_id in covered)
             projected = _uncovered(projected, covered)
-        return projected.render(projected.transcript), tokens, (*ledger.covered, *covered)
+        return projected.render(projected.transcript), tokens, (*ledger.by_provider, *covered)
 
     def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
         rendered, tokens, covered = view
         if one_off is not None:
-            rendered, covered = one_off.rendered, (*walked.ledger.covered, *one_off.covered)
+            rendered, covered = one_off.rendered, (*walked.ledger.by_provider, *one_off.covered)
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
