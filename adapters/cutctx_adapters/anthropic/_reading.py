@@ -428,20 +428,32 @@ def _genuine_user(message: Mapping[str, Any]) -> bool:
 
 
 def _open_tool_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
-    """``(boundary, first assistant)`` of a final turn still in its tool loop, else None.
+    """``(start, first assistant)`` of a final turn still in its tool loop, else None.
 
     The history ends with tool results; the turn began after the last user message that was
-    not only tool results (``boundary``, -1 if none).
+    not only tool results (``start``, -1 if none). A compaction block since (the server
+    compacted inside the loop) starts it anew: the API reads the conversation from the latest
+    one, so ``start`` is the message holding it and the loop's first assistant message is the
+    first from there on (``[compaction, thinking, tool_use]`` when the server compacted).
     """
     if not messages or messages[-1].get("role") != "user" or _genuine_user(messages[-1]):
         return None
     boundary = len(messages) - 1
     while boundary >= 0 and not _genuine_user(messages[boundary]):
         boundary -= 1
-    for index in range(boundary + 1, len(messages)):
+    start = next((index for index in range(len(messages) - 1, boundary, -1)
+                  if _holds_compaction(messages[index])), boundary)
+    for index in range(max(start, boundary + 1), len(messages)):
         if messages[index].get("role") == "assistant":
-            return boundary, index
+            return start, index
     return None
+
+
+def _holds_compaction(message: Mapping[str, Any]) -> bool:
+    """Whether a message holds a compaction block with content (a boundary)."""
+    return any(isinstance(block, Mapping) and block.get("type") == BOUNDARY_KIND
+               and block.get("content") is not None
+               for block in content_blocks(message.get("content")))
 
 
 def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
@@ -454,15 +466,19 @@ def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | N
 
 def _link_final_turn(parts: list[Part], messages: Sequence[Mapping[str, Any]]) -> list[Part]:
     """With thinking, a final turn in its tool loop must keep its first assistant message (which
-    starts with the thinking), its latest exchange and its user request together."""
+    starts with the thinking), its latest exchange and its user request together. Never what
+    the latest compaction block covers: the links start after it."""
     loop = _thinking_loop(messages)
     if loop is None:
         return parts
-    boundary, first = loop
+    start, first = loop
     last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    after = max((position for position, part in enumerate(parts)
+                 if part.kind == BOUNDARY_KIND), default=-1)
     out: list[Part] = []
-    for part in parts:
-        if part.index in (first, last) or (part.index == boundary and part.role is Role.USER):
+    for position, part in enumerate(parts):
+        if position > after and (part.index in (first, last) or (
+                part.index == start and part.role is Role.USER)):
             part = replace(part, links=(*part.links, FINAL_TURN))
         out.append(part)
     return out

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from cutctx import Action, Role, TokenEstimator, ValidationError
 
 from ..counting import CalibratedEstimator, estimator_for, scale_to_total
-from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
+from ..history import BOUNDARY_KIND, SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from ..planning import (
     FormatResult,
     HistoryFormat,
@@ -246,9 +246,12 @@ def _job(prepared: _Prepared, settings: CompactionSettings, options: MessagesKey
 
 
 def _leaves_assistant_first(job: Job, conv: Conversion[Rendered]) -> bool:
-    """Whether the plan drops the leading user message(s) and keeps an assistant one first."""
+    """Whether the plan drops the leading user message(s) and keeps an assistant one first
+    (a compaction block opens the request instead, when there is one: nothing goes before
+    it)."""
     codec = conv.codec
-    if not isinstance(codec, MessagesCodec) or not codec.starts_with_user:
+    if not isinstance(codec, MessagesCodec) or not codec.starts_with_user or any(
+            conv.parts[action.turn_id].kind == BOUNDARY_KIND for action in job.plan.actions):
         return False
     for action in job.plan.actions:
         part = conv.parts[action.turn_id]

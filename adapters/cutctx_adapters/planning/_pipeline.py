@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 from cutctx import (
     REPLACEMENT_KINDS,
-    Action,
     BudgetUnsatisfiable,
     CompactionBudget,
     CompactionExecutor,
     CompactionPlan,
     CompactionPolicy,
+    CompactionReport,
     Role,
     SummarizationRequest,
     TokenEstimator,
@@ -231,9 +231,9 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         # Fit is judged on what is sent: the measured request, not the plan's estimate.
         report = replace(report, budget_unmet=measured > job.limit)
     replaced = replacements(job.conversion.transcript, view.transcript)
-    return CompactionResult(
+    result = CompactionResult(
         plan=job.plan,
-        report=report,
+        report=_with_covered(report, job.whole, job.covered),
         view=view.transcript,
         conversion=job.whole or job.conversion,
         overhead_tokens=job.overhead,
@@ -247,10 +247,24 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         last_resort=job.last_resort,
         task_turn_id=job.conversion.task_turn_id,
         covered=job.covered,
-        deferred=(job.deferred if not replaced and all(
-            action.action is Action.KEEP for action in job.plan.actions) else None),
         **job.result_fields(rendered),
     )
+    if job.deferred is not None and not result.rewritten:
+        return replace(result, deferred=job.deferred)
+    return result
+
+
+def _with_covered(report: CompactionReport, whole: Conversion[Any] | None,
+                  covered: tuple[str, ...]) -> CompactionReport:
+    """``report`` over the whole history (``whole``): the turns left out because the
+    provider's compaction ``covered`` them are summarized (by that compaction), so the six
+    lists still hold every turn once."""
+    if whole is None or not covered:
+        return report
+    summarized = {*report.summarized_turn_ids, *covered}
+    return replace(report, turns_before=report.turns_before + len(covered),
+                   summarized_turn_ids=tuple(turn.turn_id for turn in whole.transcript.turns
+                                             if turn.turn_id in summarized))
 
 
 def _require_summarizer(job: Job, summarizer: object | None) -> None:

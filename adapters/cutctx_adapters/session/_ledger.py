@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,13 @@ class Ledger:
     later call finds them without indexing the whole history; empty: look them up by id."""
     members: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Each summary in the view, and the history's turns it stands for (for reports)."""
+    by_provider: tuple[str, ...] = ()
+    """Turns of the history events left out because a provider's compaction covers them
+    (the report's ``covered``)."""
+    compacted: bool = False
+    """Whether the view is cutctx's own compaction: an event masked, clipped, deduplicated,
+    summarized or dropped a turn (False: it only left out what a provider's compaction
+    covers, so the view is the history less that)."""
 
     @property
     def empty(self) -> bool:
@@ -177,16 +184,20 @@ def summary_members(requests: Iterable[SummarizationRequest],
 
 
 def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
-             members: Members) -> TurnFates:
+             members: Members, covered: Collection[str] = ()) -> TurnFates:
     """The fate of each of ``history``'s turns in ``view`` (a view of it; ``members``: its
-    summaries' turns)."""
+    summaries' turns). What a provider's compaction ``covered`` (left out of what is sent,
+    whether ``view`` holds it or not) is summarized: the provider's compaction summarized it,
+    and the turns a summary of cutctx's among it stands for with it."""
     in_view = {turn.turn_id: turn.metadata.get(KIND_KEY) for turn in view}
-    summarized = {turn_id for summary, ids in members.items() if summary in in_view
-                  for turn_id in ids}
+    left_out = frozenset(covered)
+    summarized = {turn_id for summary, ids in members.items()
+                  if summary in in_view or summary in left_out for turn_id in ids}
+    summarized.update(left_out)
     lists: dict[str, list[str]] = {fate: [] for fate in FATES}
     for turn in history:
         turn_id = turn.turn_id
-        if turn_id in in_view:
+        if turn_id in in_view and turn_id not in left_out:
             kind = in_view[turn_id]  # a replaced turn's kind names its fate; a summary has none
             lists[kind if kind in REPLACEMENT_KINDS else "kept"].append(turn_id)
         elif turn_id in summarized:

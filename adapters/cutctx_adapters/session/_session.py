@@ -34,6 +34,7 @@ from ..history import (
     GrownList,
     ObservationRule,
     PinSpec,
+    content_bytes,
     content_key,
     copy_plain,
     covered_turns,
@@ -55,7 +56,7 @@ from ..planning import (
 )
 from ..planning import arun as _arun
 from ..planning import run as _run
-from ..reports import CallReport, Decision, Prepared, TurnFates
+from ..reports import CHANGED, CallReport, Decision, Prepared, TurnFates
 from ..settings import (
     CompactionSettings,
     PrefixCheck,
@@ -435,7 +436,8 @@ class CompactionSession:
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger),
-                            _members(result, ledger))
+                            _members(result, ledger), (*ledger.by_provider, *result.covered),
+                            ledger.compacted or result.rewritten)
             events, last, over = events + 1, result, total
             fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
@@ -512,10 +514,10 @@ class CompactionSession:
 
     def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int, tuple[str, ...]]:
         """The rendering of the walked view, its prompt tokens (as the walk counted them) and
-        the turns a provider's compaction covers that it leaves out."""
+        the turns a provider's compaction covers that it leaves out (events' included)."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, last.covered
+            return last.rendered, walked.tokens, ledger.by_provider
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -524,14 +526,14 @@ class CompactionSession:
             tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
                           if turn.turn_id in covered)
             projected = _uncovered(projected, covered)
-        return projected.render(projected.transcript), tokens, covered
+        return projected.render(projected.transcript), tokens, (*ledger.by_provider, *covered)
 
     def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
         rendered, tokens, covered = view
         if one_off is not None:
-            rendered, covered = one_off.rendered, one_off.covered or covered
+            rendered, covered = one_off.rendered, (*walked.ledger.by_provider, *one_off.covered)
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
         side, items = fmt.split(rendered)
@@ -541,23 +543,28 @@ class CompactionSession:
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
         request = self._with(call.request, copy_plain(side), copy_plain(list(sent)))
-        decision, reason = self._decision(call, walked, tokens, one_off, covered)
+        reused = _common_prefix(call.known.sent if call.known is not None else None, sent)
+        decision, reason = self._decision(call, walked, tokens, one_off, covered, sent, reused)
         last = one_off or walked.last
         report = CallReport(
             decision, reason, fmt.name, call.model, call.budget, call.trigger, call.target,
-            call.sums[-1] + call.overhead, tokens,
-            _common_prefix(call.known.sent if call.known is not None else None, sent),
+            call.sums[-1] + call.overhead, tokens, reused,
             None if last is None else last.report,
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
-            tokens > call.budget, covered, **_figures(call, sent),
-            turns=_turn_fates(call, walked, one_off) if walked.events or one_off else None)
+            tokens > call.budget, covered, **_figures(call, sent, reused),
+            turns=(_turn_fates(call, walked, one_off, covered) if decision in CHANGED
+                   else None))
         return Prepared(request, report)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
-                  one_off: CompactionResult | None, covered: tuple[str, ...]
-                  ) -> tuple[Decision, str]:
+                  one_off: CompactionResult | None, covered: tuple[str, ...],
+                  sent: tuple[dict[str, Any], ...], reused: int) -> tuple[Decision, str]:
+        """What the call did, as true of what is sent: ``appended`` only when the previous
+        request is a byte prefix of this one (``reused``: its items resent unchanged),
+        ``deferred`` only when what is sent is the history less what the provider's latest
+        compaction covers."""
         known = call.known
         appended = len(call.items) - call.known_items
         if known is None:
@@ -568,27 +575,29 @@ class CompactionSession:
             seen = "same history as a known one"
         if covered:
             seen += f"; {len(covered)} turn(s) the latest provider compaction covers left out"
-        if call.deferred is not None and not walked.replacements and all(
-                result is None or result.deferred is not None
-                for result in (walked.last, one_off)):
+        rewritten = walked.ledger.compacted or (one_off is not None and one_off.rewritten)
+        if call.deferred is not None and not rewritten:
             return "deferred", (f"{seen}; {call.deferred}: left to the server while within "
                                 f"the model's own limit; {tokens} tokens <= {call.trigger}")
         if call.deferred is not None:
-            seen += (f"; {call.deferred}, but the history is over the model's own limit: "
-                     "fitted without summaries")
+            seen += (f"; {call.deferred}, but the history went over the model's own limit: "
+                     "the view is cutctx's own compaction, fitted without summaries")
+        earlier = known is not None and not known.ledger.empty
         if walked.events:
-            before = known is not None and not known.ledger.empty
-            decision: Decision = "recompacted" if before else "compacted"
             goal = walked.last.prompt_budget if walked.last else call.target
-            return decision, (f"{seen}; {walked.over} tokens > trigger {call.trigger}, "
-                              f"compacted toward {goal} ({walked.events} event(s)); "
-                              f"{tokens} tokens sent")
-        if known is None and covered:  # the request was changed: never reported unchanged
-            return "compacted", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
-        if known is None:
-            return "unchanged", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
-        return ("appended" if appended else "reused"), (
-            f"{seen}; earlier view reused; {tokens} tokens <= trigger {call.trigger}")
+            return ("recompacted" if earlier else "compacted"), (
+                f"{seen}; {walked.over} tokens > trigger {call.trigger}, compacted toward "
+                f"{goal} ({walked.events} event(s)); {tokens} tokens sent")
+        if one_off is not None:
+            return ("recompacted" if earlier else "compacted"), (
+                f"{seen}; the view measured over the budget {call.budget}: compacted for this "
+                f"call alone (not remembered); {tokens} tokens sent")
+        within = f"{tokens} tokens <= trigger {call.trigger}"
+        if known is None:  # a view of the history changed only by leaving out what is covered
+            return ("compacted" if covered else "unchanged"), f"{seen}; {within}"
+        if reused < len(known.sent):
+            return "recompacted", f"{seen}; {_changed(known.sent, sent, reused)}; {within}"
+        return ("appended" if appended else "reused"), f"{seen}; earlier view reused; {within}"
 
     def _with(self, request: Mapping[str, Any], side: Any, items: Any) -> dict[str, Any]:
         out = dict(request)
@@ -600,16 +609,29 @@ class CompactionSession:
         return out
 
 
-def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The report's item counts, the share of the previous view sent again, and what the
-    counts are for."""
+def _figures(call: _Call, sent: Sequence[dict[str, Any]], reused: int) -> dict[str, Any]:
+    """The report's item counts, the share of the previous view sent again (``reused``: its
+    items resent unchanged), and what the counts are for."""
     before = call.known.sent if call.known is not None else None
-    kept = (None if not before else _common_prefix(before, sent) / len(before))
+    kept = None if not before else reused / len(before)
     estimator = call.estimator
     counted_with = call.model or getattr(estimator, "encoding_name", None) or type(
         estimator).__name__
     return {"items_in": len(call.items), "items_sent": len(sent), "prefix_kept": kept,
             "counted_with": counted_with}
+
+
+def _changed(before: Sequence[dict[str, Any]], sent: Sequence[dict[str, Any]],
+             reused: int) -> str:
+    """Why the view sent before (``before``) is no byte prefix of ``sent`` (only its first
+    ``reused`` items are), though no event compacted anything: the history's keys are in
+    another order than the earlier view's (what is sent keeps the history's own), or the view
+    renders differently with what was appended."""
+    if content_bytes(list(before)) == content_bytes(list(sent[:len(before)])):
+        why = "the earlier view's items with their keys in this history's order"
+    else:
+        why = "the earlier view renders differently with what was appended"
+    return f"{why}: {reused} of its {len(before)} item(s) resent unchanged"
 
 
 def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
@@ -631,8 +653,10 @@ def _members(result: CompactionResult, before: Ledger) -> tuple[tuple[str, tuple
                  if summary in in_view)
 
 
-def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None) -> TurnFates:
-    """The fate of every turn of the call's history in what is sent."""
+def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None,
+                covered: tuple[str, ...]) -> TurnFates:
+    """The fate of every turn of the call's history in what is sent (``covered``: left out,
+    as a provider's compaction covers them)."""
     ledger = walked.ledger
     members = dict(ledger.members)
     if one_off is not None:
@@ -640,7 +664,7 @@ def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None) 
         view: Sequence[Any] = one_off.view.turns
     else:
         view = project(call.conv, ledger).transcript.turns
-    return fates_of(call.conv.turns, view, members)
+    return fates_of(call.conv.turns, view, members, covered)
 
 
 def walked_texts(ledger: Ledger) -> list[str]:
