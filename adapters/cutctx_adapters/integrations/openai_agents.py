@@ -25,6 +25,7 @@ require("agents", "openai-agents")
 
 from agents import Agent, FunctionTool  # noqa: E402
 from agents.models import get_default_model  # noqa: E402
+from agents.models.fake_id import FAKE_RESPONSES_ID  # noqa: E402
 from agents.models.openai_responses import Converter  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
@@ -72,7 +73,7 @@ class CompactingInputFilter:
         agent = data.agent
         model = self.model or _model_name(agent)
         session = self._sessions.session(responses.FORMAT, model)
-        items = list(given.input)
+        items = [_without_placeholder(item) for item in given.input]
         try:
             prepared = await session.aprepare(self._request(agent, model, given, items))
         except ValidationError as error:
@@ -129,6 +130,14 @@ def _model_name(agent: Agent[Any]) -> str:
     return name if isinstance(name, str) else get_default_model()
 
 
+def _without_placeholder(item: Any) -> Any:
+    """``item`` without the id the SDK gives every item it converted from a chat completion
+    (``__fake_id__``, which it never sends): not the caller's id, so not one used twice."""
+    if isinstance(item, dict) and item.get("id") == FAKE_RESPONSES_ID:
+        return {key: value for key, value in item.items() if key != "id"}
+    return item
+
+
 def _restored(given: ModelInputData, items: Sequence[Any], sent: Sequence[Any]
               ) -> ModelInputData:
     """The input to send: the caller's own item wherever one is sent unchanged."""
@@ -136,6 +145,6 @@ def _restored(given: ModelInputData, items: Sequence[Any], sent: Sequence[Any]
     positions = kept_positions(plain, sent)
     if unchanged(positions, len(items)):
         return given
-    restored = [item if position is None else items[position]
+    restored = [item if position is None else given.input[position]
                 for item, position in zip(sent, positions, strict=True)]
     return ModelInputData(input=restored, instructions=given.instructions)
