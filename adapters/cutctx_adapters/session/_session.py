@@ -22,6 +22,7 @@ from cutctx import (
     BudgetUnsatisfiable,
     CompactionPolicy,
     TokenEstimator,
+    TranscriptTurn,
     ValidationError,
 )
 
@@ -75,6 +76,7 @@ from ._ledger import (
     positions_of,
     project,
     running_sums,
+    sources_of,
     summary_members,
 )
 from ._recent import Recent, RecentHistories, sent_alike
@@ -112,6 +114,11 @@ class _Call:
     deferred: str | None = None
     """Why this request is left to the provider's own compaction (``defer_to_server``): then
     the budget is the model's own, and nothing is summarized."""
+
+
+_Sent = tuple[Any, int, tuple[str, ...], Sequence[TranscriptTurn]]
+"""What a call sends: the rendering, its prompt tokens, the turns a provider's compaction
+covers that it leaves out, and the view's turns it was rendered from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,8 +485,7 @@ class CompactionSession:
 
     # --- what is sent -------------------------------------------------------------------------
 
-    def _over_budget_job(self, call: _Call, walked: _Walked,
-                         view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
+    def _over_budget_job(self, call: _Call, walked: _Walked, view: _Sent) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
         budget (estimates of turns appended since the last event ran short); it is not
         remembered, so the view every process derives from the history stays the same. A view
@@ -492,12 +498,12 @@ class CompactionSession:
         except BudgetUnsatisfiable:
             return None
 
-    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int, tuple[str, ...]]:
-        """The rendering of the walked view, its prompt tokens (as the walk counted them) and
-        the turns a provider's compaction covers that it leaves out."""
+    def _view(self, call: _Call, walked: _Walked) -> _Sent:
+        """The rendering of the walked view, its prompt tokens (as the walk counted them), the
+        turns a provider's compaction covers that it leaves out, and the view's turns."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, last.covered
+            return last.rendered, walked.tokens, last.covered, last.view.turns
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -506,16 +512,20 @@ class CompactionSession:
             tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
                           if turn.turn_id in covered)
             projected = _uncovered(projected, covered)
-        return projected.render(projected.transcript), tokens, covered
+        turns = projected.transcript.turns
+        return projected.render(projected.transcript), tokens, covered, turns
 
-    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
+    def _prepared(self, call: _Call, walked: _Walked, view: _Sent,
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
-        rendered, tokens, covered = view
+        rendered, tokens, covered, turns = view
+        members = dict(walked.ledger.members)
         if one_off is not None:
             rendered, covered = one_off.rendered, one_off.covered or covered
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
+            turns = one_off.view.turns
+            members.update(summary_members(one_off.plan.summarization_requests, members))
         side, items = fmt.split(rendered)
         sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
         if call.chain and not walked.ledger.empty and not walked.fell_back:
@@ -535,7 +545,9 @@ class CompactionSession:
             walked.replacements + (one_off.replacements if one_off is not None else ()),
             tokens > call.budget, covered, **_figures(call, sent),
             turns=_turn_fates(call, walked, one_off) if walked.events or one_off else None)
-        return Prepared(request, report)
+        sources = (sources_of(turns, call.conv.parts, members)
+                   if fmt.one_item_per_turn and isinstance(items, list) else None)
+        return Prepared(request, report, sources)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
                   one_off: CompactionResult | None, covered: tuple[str, ...]
