@@ -169,3 +169,28 @@ def test_settings_are_checked_when_the_middleware_is_made() -> None:
         CompactionMiddleware(windw=4_000)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="persist"):
         CompactionMiddleware(persist="yes")  # type: ignore[arg-type]
+
+
+def _log(lines: int) -> str:
+    return "\n".join(f"worker {n}: step {n % 17} finished in {n % 97} ms" for n in range(lines))
+
+
+def test_a_clip_goes_out_as_a_copy_of_its_own_message() -> None:
+    """The older of two user messages in a row dropped, the newer (a pasted log) clipped: the
+    clip is a copy of the newer, its id and name kept (issue 39, item 13: it went out as a
+    copy of the dropped one)."""
+    spy = _Spy()
+    middleware = CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE)
+    history: list[AnyMessage] = [
+        HumanMessage(fw.TASK, id="task"), AIMessage("Reading the logs.", id="reply"),
+        HumanMessage("Some context first. " * 150, id="remark", name="alice"),
+        HumanMessage(_log(1_500), id="log", name="bob")]
+    with fw.scripted_api(0):
+        _agent(middleware, spy).invoke({"messages": history}, config=THREAD)
+    report = middleware.last_report
+    assert report is not None and report.turns is not None and report.turns.clipped
+    sent = {message.id: message for message in spy.calls[0][1]}
+    assert "remark" not in sent
+    clip = sent["log"]
+    assert clip.name == "bob" and clip.content != history[3].content
+    assert str(clip.content).startswith("worker 0: step 0")
