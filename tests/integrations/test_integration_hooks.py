@@ -4,6 +4,7 @@ session sends regrouped into the framework's own messages by the sources it name
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import Any
 
@@ -13,6 +14,7 @@ from cutctx import ValidationError
 from cutctx_adapters.integrations._hooks import Kept, Made, Origin, regrouped, untouched
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
 from cutctx_adapters.reports import Source
+from cutctx_adapters.settings import CompactionSettings
 
 
 @pytest.mark.parametrize(("module", "framework", "extra"), [
@@ -67,3 +69,30 @@ def test_a_history_sent_whole_and_unchanged_is_untouched() -> None:
 def test_a_session_that_names_no_sources_is_refused() -> None:
     with pytest.raises(ValidationError, match="sources"):
         regrouped([USER], None, [Origin(0)])
+
+
+HOOKS = [("openai_agents", "agents", "compacting_input_filter"),
+         ("openai_agents", "agents", "CompactingInputFilter"),
+         ("langchain", "langchain", "CompactionMiddleware"),
+         ("pydantic_ai", "pydantic_ai", "CompactionCapability"),
+         ("pydantic_ai", "pydantic_ai", "compacting_history_processor")]
+
+
+@pytest.mark.parametrize(("module", "framework", "name"), HOOKS)
+def test_every_hook_takes_settings_model_and_the_settings_keywords(
+        module: str, framework: str, name: str) -> None:
+    """One signature for the three hooks (issue 39, item 16: pydantic-ai refused ``model=``):
+    ``settings``, then keyword-only ``model`` and the settings' fields (LangChain's
+    ``persist`` besides); a model that is no name is refused alike."""
+    pytest.importorskip(framework)
+    hook = getattr(importlib.import_module(f"cutctx_adapters.integrations.{module}"), name)
+    parameters = inspect.signature(hook).parameters
+    shape = [(parameter.name, parameter.kind) for parameter in parameters.values()
+             if parameter.name != "persist"]
+    assert shape == [("settings", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                     ("model", inspect.Parameter.KEYWORD_ONLY),
+                     ("keywords", inspect.Parameter.VAR_KEYWORD)]
+    made = hook(CompactionSettings(window=9_000), model="gpt-4o-mini", keep_recent=3)
+    assert made is not None
+    with pytest.raises(ValidationError, match="model must be a str"):
+        hook(model=4)

@@ -6,13 +6,13 @@
 ``wrap_model_call`` (and ``awrap_model_call``) compacts ``request.messages`` for the call
 (``request.override(messages=...)``); the system message is counted and kept, the tools are
 counted, and the agent's stored state is left as it is. The messages are read as Chat
-Completions messages (``langchain_core``'s own conversion) through one sticky session; kept
-messages are the caller's objects, untouched; a masked or clipped message is a copy of its
-original with the cutctx stub in place of its content (a ``ToolMessage`` keeps its
-``tool_call_id``, every message its id); a summary is a new ``HumanMessage``. Anthropic models
-are counted with the Claude calibration. ``persist=True`` also replaces the stored history with
-what was sent (so checkpoints stop growing; what was masked or dropped is then gone from the
-state too). Needs ``pip install 'cutctx[langchain]'``.
+Completions messages (``langchain_core``'s own conversion, server-tool results apart: see
+``_langchain_messages``) through one sticky session; kept messages are the caller's objects,
+untouched; a masked or clipped message is a copy of its own original with the cutctx stub in
+place of its content; a summary is a new ``HumanMessage`` whose id names its span. Anthropic
+models are counted with the Claude calibration. ``persist=True`` also replaces the stored
+history with what was sent (so checkpoints stop growing; what was masked or dropped is then
+gone from the state too). Needs ``pip install 'cutctx[langchain]'``.
 """
 
 from __future__ import annotations

@@ -9,14 +9,12 @@ it is), counted with the request's instructions and tool definitions.
 ``compacting_history_processor`` does the same for ``ProcessHistory``, which also writes the
 compacted history back into the run's messages, for those who want that.
 
-The messages are read as Chat Completions messages through one sticky session: each request
-part (system prompt, user prompt, tool return, retry prompt) one message, each response one
-assistant message (text, thinking and tool calls together), so tool calls and their returns
-stay paired. Messages sent whole are the caller's objects; a message that lost or changed a
-part is a copy holding the parts left (a masked tool return: a copy of the part with the cutctx
-stub as its content); a summary is a new ``ModelRequest`` with one ``UserPromptPart``.
-Anthropic models are counted with the Claude calibration. With the provider's own compaction in
-play (a provider ``CompactionPart`` in the history, or ``openai_context_management`` /
+The messages are read as Chat Completions messages through one sticky session (see
+``_pydantic_ai_messages``): a request part one message, a response one assistant message, the
+serving model's native tool parts and its provider's compaction counted. Messages sent whole
+are the caller's objects; a message that lost or changed a part is a copy holding the parts
+left; a summary is a new ``ModelRequest``. Anthropic models are counted with the Claude
+calibration. With the provider's own compaction turned on (``openai_context_management`` /
 ``anthropic_context_management`` in the model settings) cutctx defers to it: the messages go as
 they are, reported ``deferred``; a server-held conversation (``openai_previous_response_id``)
 goes as it is too, reported ``not_possible``. Needs ``pip install 'cutctx[pydantic-ai]'``.
