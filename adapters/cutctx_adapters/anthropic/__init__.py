@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._requires import require
 from . import messages
-from ._server_tools import RESULT_TYPES as SERVER_RESULT_TYPES
 from ._server_tools import maskable as server_result_maskable
 from ._server_tools import result_text as server_result_text
 from ._server_tools import stub_blocks as server_result_stub
@@ -22,8 +21,8 @@ if TYPE_CHECKING:
     from .client import CompactingAnthropic
     from .summarizer import AnthropicSummarizer
 
-__all__ = ["SERVER_RESULT_TYPES", "AnthropicSummarizer", "CompactingAnthropic", "messages",
-           "server_result_maskable", "server_result_stub", "server_result_text"]
+__all__ = ["AnthropicSummarizer", "CompactingAnthropic", "messages", "server_result_maskable",
+           "server_result_stub", "server_result_text"]
 
 _NEEDS_SDK = {"CompactingAnthropic": "client", "AnthropicSummarizer": "summarizer"}
 

@@ -14,12 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..anthropic import (
-    SERVER_RESULT_TYPES,
-    server_result_maskable,
-    server_result_stub,
-    server_result_text,
-)
+from ..anthropic import server_result_maskable, server_result_stub, server_result_text
 
 __all__ = ["CALL_TYPES", "ServerResult", "server_results", "stub_for"]
 
@@ -38,8 +33,8 @@ def server_results(blocks: Sequence[Any]) -> list[ServerResult]:
              and isinstance(block.get("id"), str)}
     out: list[ServerResult] = []
     for position, block in enumerate(blocks):
-        if not (isinstance(block, Mapping) and block.get("type") in SERVER_RESULT_TYPES
-                and server_result_maskable(block) and block["tool_use_id"] in calls):
+        if not (isinstance(block, Mapping) and server_result_maskable(block)
+                and block["tool_use_id"] in calls):
             continue
         call = calls[block["tool_use_id"]]
         arguments = json.dumps(call.get("input", {}), sort_keys=True, default=str)
