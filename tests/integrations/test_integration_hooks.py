@@ -66,9 +66,11 @@ def test_a_history_sent_whole_and_unchanged_is_untouched() -> None:
     assert not untouched(regrouped([USER, CALL], sources[:2], origins), origins, 2)
 
 
-def test_a_session_that_names_no_sources_is_refused() -> None:
+def test_a_request_sent_as_given_needs_no_sources_and_any_other_does() -> None:
+    origins = [Origin(0), Origin(1)]
+    assert untouched(regrouped([USER, REPLY], None, origins), origins, 2)
     with pytest.raises(ValidationError, match="sources"):
-        regrouped([USER], None, [Origin(0)])
+        regrouped([USER], None, origins)
 
 
 HOOKS = [("openai_agents", "agents", "compacting_input_filter"),

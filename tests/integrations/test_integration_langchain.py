@@ -254,3 +254,35 @@ def test_persisted_summaries_of_different_spans_have_different_ids() -> None:
                    *(sent for _, sent, _ in spy.calls)]:
         ids = [message.id for message in listed]
         assert len(set(ids)) == len(ids)
+
+
+def test_tool_results_given_as_anthropic_blocks_are_masked_in_their_message() -> None:
+    """A history in Anthropic's shape (``tool_result`` blocks inside a ``HumanMessage`` after
+    the call, with text after them): read with the results first, as they answer the call,
+    and each replaced in its own block (the user's text and the message's id kept)."""
+    output = "\n".join(f"line {n} of the build output" for n in range(1_500))
+    history: list[AnyMessage] = [HumanMessage(fw.TASK, id="task")]
+    for step in range(6):
+        history += [
+            AIMessage(f"Step {step}.", id=f"call-{step}", tool_calls=[
+                {"name": "read_file", "args": {"path": f"f{step}"}, "id": f"tu{step}",
+                 "type": "tool_call"}]),
+            HumanMessage(id=f"result-{step}", content=[
+                {"type": "tool_result", "tool_use_id": f"tu{step}", "content": output},
+                {"type": "text", "text": f"Go on ({step})."}])]
+    spy = _Spy()
+    middleware = CompactionMiddleware(window=20_000, reserve=1_000)
+    with fw.scripted_api(0):
+        _agent(middleware, spy).invoke({"messages": history}, config=THREAD)
+    report = middleware.last_report
+    assert report is not None and report.decision == "compacted" and not report.budget_unmet
+    replaced = [message for message in spy.calls[0][1]
+                if not any(message is given for given in history)]
+    assert replaced
+    for message in replaced:
+        assert isinstance(message, HumanMessage) and isinstance(message.content, list)
+        block, text = message.content
+        assert isinstance(block, dict) and isinstance(text, dict)
+        step = str(message.id).removeprefix("result-")
+        assert block["tool_use_id"] == f"tu{step}" and block["content"] != output
+        assert text["text"] == f"Go on ({step})."

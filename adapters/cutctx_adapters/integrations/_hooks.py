@@ -107,10 +107,13 @@ def regrouped(sent: Sequence[dict[str, Any]], sources: Sequence[Source] | None,
     """What is sent, as framework messages: each message once, where its first item is sent,
     with what became of its parts, and the summaries in between. Mapped by the session's own
     account of where each item comes from (``Prepared.sources``), never guessed by content;
-    items from outside the list (``Origin.message`` -1) are the framework's to send."""
+    items from outside the list (``Origin.message`` -1) are the framework's to send. A session
+    names none only where it sent the request as given (``not_possible``)."""
     if sources is None:
-        raise ValidationError("the session named no sources for what it sent",
-                              {"field": "sources"})
+        if len(sent) != len(origins):
+            raise ValidationError("the session named no sources for what it sent",
+                                  {"field": "sources", "items": len(sent)})
+        sources = [Source("kept", (position,)) for position in range(len(sent))]
     out: list[Kept | Made] = []
     kept: dict[int, Kept] = {}
     for item, source in zip(sent, sources, strict=True):

@@ -66,13 +66,15 @@ def _items(message: AnyMessage) -> list[tuple[int | None, dict[str, Any]]]:
     stands for (None: the message itself)."""
     blocks = message.content if isinstance(message.content, list) else []
     out: list[tuple[int | None, dict[str, Any]]] = []
+    answers: list[tuple[int | None, dict[str, Any]]] = []  # first: they answer the calls before
     for item in _converted(message):
         if item.get("role") == "tool" and not isinstance(message, ToolMessage):
-            out.append((_position(blocks, item.get("tool_call_id")), item))
+            answers.append((_position(blocks, item.get("tool_call_id")), item))
         else:
             out.append((None, item))
+    out = [*answers, *out]
     results = server_results(blocks) if isinstance(message, AIMessage) else []
-    if not results or not out or out[0][0] is not None:
+    if not results or not out or out[0][0] is not None:  # an AIMessage is read as one message
         return out
     split = {block["tool_use_id"] for _, block, _, _ in results}
     main = out[0][1]
