@@ -283,6 +283,6 @@ def test_tool_results_given_as_anthropic_blocks_are_masked_in_their_message() ->
         assert isinstance(message, HumanMessage) and isinstance(message.content, list)
         block, text = message.content
         assert isinstance(block, dict) and isinstance(text, dict)
-        step = str(message.id).removeprefix("result-")
-        assert block["tool_use_id"] == f"tu{step}" and block["content"] != output
-        assert text["text"] == f"Go on ({step})."
+        number = str(message.id).removeprefix("result-")
+        assert block["tool_use_id"] == f"tu{number}" and block["content"] != output
+        assert text["text"] == f"Go on ({number})."
