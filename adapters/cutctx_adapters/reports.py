@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ __all__ = [
     "CallReport",
     "Decision",
     "Prepared",
+    "Source",
     "SummaryRecord",
     "TurnFates",
 ]
@@ -232,6 +234,16 @@ class CallReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Source:
+    """Where one item sent comes from: its ``fate`` (``kept``, ``masked``, ``clipped``,
+    ``deduplicated`` or ``summarized``) and the ``positions`` of the given items it stands for
+    (one, or the span a summary replaces, in the history as given)."""
+
+    fate: str
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Prepared:
     """A request ready to send, and the report of what was done to it.
 
@@ -241,6 +253,11 @@ class Prepared:
 
     request: dict[str, Any]
     report: CallReport
+    sources: tuple[Source, ...] | None = dataclasses.field(default=None, compare=False)
+    """For each item of the history sent (``messages``, ``input``), the given items it comes
+    from and how: what a framework hook maps its own objects back by. None where the format
+    does not send one item per turn (Anthropic merges blocks into messages) or the history was
+    not a list."""
 
     @property
     def messages(self) -> Any:

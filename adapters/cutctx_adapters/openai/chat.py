@@ -420,5 +420,6 @@ FORMAT = HistoryFormat(
     planning=_planning,
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
         previous, items, known, estimator, pin, keep_task),
+    one_item_per_turn=True,
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

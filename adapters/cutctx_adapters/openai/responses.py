@@ -308,5 +308,6 @@ FORMAT = HistoryFormat(
         previous, items, known, estimator, pin, keep_task),
     safety_margin=0.02,
     server_compaction=_server_compaction,
+    one_item_per_turn=True,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""

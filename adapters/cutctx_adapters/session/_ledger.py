@@ -19,7 +19,7 @@ from typing import Any
 from cutctx import REPLACEMENT_KINDS, SummarizationRequest, Transcript, TranscriptTurn
 
 from ..history import KIND_KEY, Conversion, Growing, GrownList, Part
-from ..reports import FATES, TurnFates
+from ..reports import FATES, Source, TurnFates
 
 __all__ = [
     "EMPTY",
@@ -29,6 +29,7 @@ __all__ = [
     "positions_of",
     "project",
     "running_sums",
+    "sources_of",
     "summary_members",
 ]
 
@@ -205,3 +206,23 @@ def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
         else:
             lists["dropped"].append(turn_id)
     return TurnFates(**{fate: tuple(ids) for fate, ids in lists.items()})
+
+
+def sources_of(view: Sequence[TranscriptTurn], parts: Mapping[str, Part], members: Members
+               ) -> tuple[Source, ...]:
+    """Where each item rendered from ``view`` comes from, for a format of one item per turn:
+    a kept or replaced turn's own item, or the items a summary's turns came from (``members``).
+    Side turns (instructions, at a negative index) render no item."""
+    out: list[Source] = []
+    for turn in view:
+        part = parts.get(turn.turn_id)
+        kind = turn.metadata.get(KIND_KEY)
+        if part is None or kind == "summary":
+            positions = {parts[member].index for member in members.get(turn.turn_id, ())
+                         if member in parts}
+            out.append(Source("summarized", tuple(sorted(index for index in positions
+                                                         if index >= 0))))
+        elif part.index >= 0:
+            out.append(Source(str(kind) if kind in REPLACEMENT_KINDS else "kept",
+                              (part.index,)))
+    return tuple(out)

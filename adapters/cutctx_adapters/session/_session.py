@@ -23,6 +23,7 @@ from cutctx import (
     BudgetUnsatisfiable,
     CompactionPolicy,
     TokenEstimator,
+    TranscriptTurn,
     ValidationError,
 )
 
@@ -77,6 +78,7 @@ from ._ledger import (
     positions_of,
     project,
     running_sums,
+    sources_of,
     summary_members,
 )
 from ._recent import Recent, RecentHistories, sent_alike
@@ -117,6 +119,11 @@ class _Call:
     deferred: str | None = None
     """Why this request is left to the provider's own compaction (``defer_to_server``): then
     the budget is the model's own, and nothing is summarized."""
+
+
+_Sent = tuple[Any, int, tuple[str, ...], Sequence[TranscriptTurn]]
+"""What a call sends: the rendering, its prompt tokens, the turns a provider's compaction
+covers that it leaves out, and the view's turns it was rendered from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,8 +505,7 @@ class CompactionSession:
 
     # --- what is sent -------------------------------------------------------------------------
 
-    def _over_budget_job(self, call: _Call, walked: _Walked,
-                         view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
+    def _over_budget_job(self, call: _Call, walked: _Walked, view: _Sent) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
         budget (estimates of turns appended since the last event ran short); it is not
         remembered, so the view every process derives from the history stays the same. A view
@@ -512,12 +518,13 @@ class CompactionSession:
         except BudgetUnsatisfiable:
             return None
 
-    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int, tuple[str, ...]]:
-        """The rendering of the walked view, its prompt tokens (as the walk counted them) and
-        the turns a provider's compaction covers that it leaves out (events' included)."""
+    def _view(self, call: _Call, walked: _Walked) -> _Sent:
+        """The rendering of the walked view, its prompt tokens (as the walk counted them), the
+        turns a provider's compaction covers that it leaves out (events' included), and the
+        view's turns."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, ledger.by_provider
+            return last.rendered, walked.tokens, ledger.by_provider, last.view.turns
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -526,16 +533,21 @@ class CompactionSession:
             tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
                           if turn.turn_id in covered)
             projected = _uncovered(projected, covered)
-        return projected.render(projected.transcript), tokens, (*ledger.by_provider, *covered)
+        turns = projected.transcript.turns
+        return (projected.render(projected.transcript), tokens, (*ledger.by_provider, *covered),
+                turns)
 
-    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
+    def _prepared(self, call: _Call, walked: _Walked, view: _Sent,
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
-        rendered, tokens, covered = view
+        rendered, tokens, covered, turns = view
+        members = dict(walked.ledger.members)
         if one_off is not None:
             rendered, covered = one_off.rendered, (*walked.ledger.by_provider, *one_off.covered)
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
+            turns = one_off.view.turns
+            members.update(summary_members(one_off.plan.summarization_requests, members))
         side, items = fmt.split(rendered)
         sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
         if call.chain and not walked.ledger.empty and not walked.fell_back:
@@ -556,7 +568,9 @@ class CompactionSession:
             tokens > call.budget, covered, **_figures(call, sent, reused),
             turns=(_turn_fates(call, walked, one_off, covered) if decision in CHANGED
                    else None))
-        return Prepared(request, report)
+        sources = (sources_of(turns, call.conv.parts, members)
+                   if fmt.one_item_per_turn and isinstance(items, list) else None)
+        return Prepared(request, report, sources)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
                   one_off: CompactionResult | None, covered: tuple[str, ...],
