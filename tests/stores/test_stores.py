@@ -761,13 +761,13 @@ def test_a_store_failing_again_after_its_backoff_waits_twice_as_long() -> None:
     store = _Counting(_FailingOn("get"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        produce_once(store, "k", lambda: b"x", backoff=0.1)
-        time.sleep(0.12)
-        produce_once(store, "k", lambda: b"x", backoff=0.1)  # probed: fails, no warning
+        produce_once(store, "k", lambda: b"x", backoff=0.5)
+        time.sleep(0.55)
+        produce_once(store, "k", lambda: b"x", backoff=0.5)  # probed: fails, no warning
         _probed(store)
         asked = store.calls
-        time.sleep(0.12)  # past the first back-off, within the doubled one
-        produce_once(store, "k", lambda: b"x", backoff=0.1)
+        time.sleep(0.55)  # past the first back-off, well within the doubled one
+        produce_once(store, "k", lambda: b"x", backoff=0.5)
         assert store.calls == asked
     assert len(caught) == 1
 
