@@ -469,7 +469,10 @@ class CompactionSession:
                    else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
-        return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
+        keep = self.keep_recent
+        if self.format.recent_turns is not None:
+            keep = self.format.recent_turns(conv, keep, goal - call.overhead)
+        return start(conv, resolve_budget(goal, call.overhead, keep),
                      policy=self.policy,
                      summarizer=None if call.deferred is not None else self.summarizer,
                      overhead=call.overhead, result_fields=lambda rendered: {},

@@ -1,0 +1,322 @@
+"""Gemini ``contents`` ↔ ``Transcript``, token counts, and compaction.
+
+A content is one turn, unless it splits: a user content's function responses are TOOL turns of
+their own (``c3.0``, ``c3.1``) and the rest of it one USER turn; a model content's server-tool
+responses and code execution results are TOOL turns inside it, so they give way like tool
+results. A model turn (consecutive model contents: a streamed reply) travels with the function
+responses answering it, as one exchange. The system instruction, tools and tool config (the
+request's ``config``) are counted, never changed. The current turn (from the last user content
+that is not only function responses) is protected while it fits the budget.
+
+Kept turns render back exactly; a replaced part keeps every field (its ``thought_signature``
+too) but what it said. A model content left first gets a short user note before it.
+
+>>> from cutctx import CharRatioEstimator
+>>> history = [{"role": "user", "parts": [{"text": "Hi"}]},
+...            {"role": "model", "parts": [{"text": "Hello"}]}]
+>>> conv = to_transcript(history, estimator=CharRatioEstimator())
+>>> conv.render(conv.transcript) == history
+True
+>>> conv.transcript.turn_ids()
+('c0', 'c1')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Unpack
+
+from cutctx import Action, CompactionBudget, Role, TokenEstimator
+
+# After the house is regrouped these come from the ``history`` and ``planning`` faces.
+from .._conversion import SUMMARY_HEADER, Conversion
+from .._estimators import estimator_for
+from .._format import HistoryFormat, given, reply_allowance, server_held
+from .._pipeline import Job, arun, resolve_budget, run, start
+from .._results import FormatResult, narrowed
+from ..fulfil import SummaryCache
+from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
+from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
+from ._reading import (
+    Config,
+    _conversion,
+    _parts,
+    _plain_contents,
+    current_turn,
+    read_config,
+    read_content,
+    to_transcript,
+    validate,
+)
+from ._tokens import CALL_TOKENS, CONTENT_TOKENS, GeminiTokenCounter
+
+if TYPE_CHECKING:
+    from google.genai.types import ContentDict
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "FORMAT",
+    "OMITTED_NOTE",
+    "SUMMARY_HEADER",
+    "ContentsCodec",
+    "ContentsResult",
+    "acompact",
+    "compact",
+    "count_tokens",
+    "plan",
+    "to_transcript",
+    "validate",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A validated, estimated request, before planning."""
+
+    contents: list[dict[str, Any]]
+    as_string: str | None
+    conversion_parts: list[Any]
+    reading: Any
+    overhead: int
+    counter: GeminiTokenCounter
+
+    def measure(self, rendered: Rendered) -> int:
+        """Prompt tokens of a rendered request (overhead included)."""
+        return _measure(self.counter, self.overhead, rendered)
+
+
+def _measure(counter: GeminiTokenCounter, overhead: int, rendered: Rendered) -> int:
+    contents, _ = _plain_contents(rendered)
+    return sum(counter.content(content) for content in contents) + overhead
+
+
+def _overhead(counter: GeminiTokenCounter, config: Config) -> int:
+    return counter.request_overhead(config.system_instruction, config.tools, config.tool_config)
+
+
+def _prepare(contents: Any, config: Any, model: str | None, estimator: TokenEstimator | None,
+             calibration: float | None) -> _Prepared:
+    plain, as_string = _plain_contents(contents)
+    counter = GeminiTokenCounter(estimator, model=model, calibration=calibration)
+    parts, reading = _parts(plain, counter)
+    return _Prepared(plain, as_string, parts, reading, _overhead(counter, read_config(config)),
+                     counter)
+
+
+def recent_turns(conv: Conversion[Any], keep_recent: int, allowance: int) -> int:
+    """The turns to protect: the whole current turn where it fits ``allowance`` (the API
+    validates its thought signatures, and it is what the model is working on), else
+    ``keep_recent``."""
+    tail = current_turn(conv)
+    turns = conv.transcript.turns
+    if tail <= keep_recent or tail > len(turns):
+        return keep_recent
+    tokens = sum(turn.token_estimate for turn in turns[len(turns) - tail:])
+    return tail if tokens <= allowance else keep_recent
+
+
+def _job(prepared: _Prepared, budget: int | CompactionBudget,
+         settings: CompactionSettings) -> Job:
+    options = settings.policy_options()
+    conv = _conversion(prepared.contents, prepared.as_string, prepared.conversion_parts,
+                       prepared.reading, settings.pin, options.keep_task,
+                       prepared.counter.text)
+
+    def begin(extra: int) -> Job:
+        overhead = prepared.overhead + extra
+        keep = settings.keep_recent
+        if isinstance(budget, int):
+            keep = recent_turns(conv, keep, budget - overhead)
+        return start(
+            conv,
+            resolve_budget(budget, overhead, keep),
+            policy=settings.policy,
+            summarizer=settings.summarizer,
+            estimator=prepared.counter.text_estimator,
+            overhead=overhead,
+            result_fields=lambda rendered: {},
+            options=options,
+            stub_pad=CONTENT_TOKENS + CALL_TOKENS,
+            measure=prepared.measure,
+        )
+
+    job = begin(0)
+    if _leaves_model_first(job, conv):
+        # The rendering will put a user note first: plan again with room for it.
+        note = {"role": "user", "parts": [{"text": OMITTED_NOTE}]}
+        job = begin(prepared.counter.content(note))
+    return job
+
+
+def _leaves_model_first(job: Job, conv: Conversion[Rendered]) -> bool:
+    """Whether the plan drops the leading user content(s) and keeps a model one first."""
+    codec = conv.codec
+    if not isinstance(codec, ContentsCodec) or not codec.starts_with_user:
+        return False
+    for action in job.plan.actions:
+        if action.action is Action.DROP:
+            continue
+        part = conv.parts[action.turn_id]
+        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
+    return False
+
+
+def count_tokens(
+    contents: Any,
+    *,
+    config: Any = None,
+    model: str | None = DEFAULT_MODEL,
+    estimator: TokenEstimator | None = None,
+    calibration: float | None = None,
+) -> int:
+    """The request's estimated input tokens: ``contents`` plus what ``config`` adds (system
+    instruction, tools, tool config). Validates the contents first."""
+    prepared = _prepare(contents, config, model, estimator, calibration)
+    return prepared.measure(prepared.contents)
+
+
+def plan(
+    contents: Any,
+    *,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    config: Any = None,
+    calibration: float | None = None,
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> Job:
+    """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
+
+    An int ``budget`` is the whole prompt's: the contents get it minus what ``config`` spends
+    (system instruction, tools, tool config) and the request framing; None: the model's window
+    less ``reserve``. The other settings are ``CompactionSettings`` fields.
+    """
+    chosen = planning_settings(settings, keywords, "contents.plan")
+    prepared = _prepare(contents, config, model, chosen.estimator, calibration)
+    return _job(prepared, budget_or_window(budget, chosen, model), chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class ContentsResult(FormatResult):
+    """``compact``'s result: ``contents`` ready for ``client.models.generate_content``."""
+
+    contents: list[ContentDict] | str = field(default_factory=list)
+
+
+def _result(result: Any, model: str | None) -> ContentsResult:
+    return replace(narrowed(result, ContentsResult, model), contents=result.rendered)
+
+
+def compact(
+    contents: Any,
+    *,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    config: Any = None,
+    calibration: float | None = None,
+    summary_cache: SummaryCache | None = None,
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ContentsResult:
+    """Compact Gemini ``contents`` to ``budget`` prompt tokens; ``result.contents`` is ready to
+    send with the same ``config``. See ``plan`` for the settings."""
+    chosen = planning_settings(settings, keywords, "contents.compact")
+    job = plan(contents, model=model, budget=budget, config=config, calibration=calibration,
+               settings=chosen)
+    return _result(run(job, chosen.summarizer, summary_cache), model)
+
+
+async def acompact(
+    contents: Any,
+    *,
+    model: str | None = DEFAULT_MODEL,
+    budget: int | CompactionBudget | None = None,
+    config: Any = None,
+    calibration: float | None = None,
+    summary_cache: SummaryCache | None = None,
+    settings: CompactionSettings | None = None,
+    **keywords: Unpack[PlanningKeywords],
+) -> ContentsResult:
+    """``compact`` with an async (or sync) summarizer."""
+    chosen = planning_settings(settings, keywords, "contents.acompact")
+    job = plan(contents, model=model, budget=budget, config=config, calibration=calibration,
+               settings=chosen)
+    return _result(await arun(job, chosen.summarizer, summary_cache), model)
+
+
+# ----------------------------------------------------------------------------------------------
+# sessions and the wrapped client
+
+
+def _request_overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
+    model = given(request.get("model"))
+    counter = GeminiTokenCounter(estimator, model=model if isinstance(model, str) else None)
+    return _overhead(counter, read_config(given(request.get("config"))))
+
+
+def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
+              overhead: int) -> dict[str, Any]:
+    """What ``start`` needs beyond the defaults, as ``plan`` passes it: the calibrated stub
+    estimator, the framing a masked response keeps, and a measure of the rendering."""
+    counter = GeminiTokenCounter(estimator)
+    return {"estimator": counter.text_estimator, "stub_pad": CONTENT_TOKENS + CALL_TOKENS,
+            "measure": lambda rendered: _measure(counter, overhead, rendered)}
+
+
+def _unsupported(request: Mapping[str, Any]) -> str | None:
+    """What a session sends as it is: an SDK shorthand it does not read (a single content or
+    part, a list of bare parts), a history the server holds."""
+    if given(request.get("previous_interaction_id")) is not None:
+        return server_held("previous_interaction_id")
+    contents = request.get("contents")
+    if isinstance(contents, str):
+        return None
+    if not isinstance(contents, Sequence) or isinstance(contents, bytes):
+        return "contents is a single content or part (the SDK's shorthand): sent as given"
+    for item in contents:
+        if isinstance(item, str) or not (
+                hasattr(item, "parts") or hasattr(item, "candidates")
+                or (isinstance(item, Mapping) and item and set(item) <= {"role", "parts"})):
+            return ("contents holds bare parts or strings (the SDK's shorthand): sent as "
+                    "given")
+    return None
+
+
+def _to_transcript(items: Any, _side: Any, estimator: TokenEstimator, pin: Any,
+                   keep_task: bool) -> Conversion[Rendered]:
+    return to_transcript(items, estimator=estimator, pin=pin, keep_task=keep_task,
+                         calibration=None)
+
+
+FORMAT = HistoryFormat(
+    name="gemini",
+    list_key="contents",
+    side_key=None,
+    read_item=read_content,
+    to_transcript=_to_transcript,
+    split=lambda rendered: (None, [{"role": "user", "parts": [{"text": rendered}]}]
+                            if isinstance(rendered, str) else rendered),
+    overhead=_request_overhead,
+    output_allowance=lambda request: reply_allowance("max_output_tokens")(
+        read_generation(request)),
+    unsupported=_unsupported,
+    estimator_for=lambda _model: estimator_for(None),
+    planning=_planning,
+    safety_margin=0.05,
+    recent_turns=recent_turns,
+)
+"""How ``generate_content`` requests carry their history (for sessions and the wrapper)."""
+
+
+def read_generation(request: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The request's ``config`` as a mapping of the fields the session reads."""
+    config = given(request.get("config"))
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        value = config.get("max_output_tokens", config.get("maxOutputTokens"))
+    else:
+        value = getattr(config, "max_output_tokens", None)
+    return {"max_output_tokens": value}
+
