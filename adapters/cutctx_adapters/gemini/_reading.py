@@ -249,7 +249,8 @@ def _call_keys(parts: list[Any], kinds: list[str], start: int,
     return calls
 
 
-def _segments(role: str, parts: list[Any], kinds: list[str]) -> list[tuple[str, list[Any]]]:
+def _segments(role: str, parts: list[Any], kinds: list[str]
+              ) -> list[tuple[str, list[Any]]]:
     """A content's parts as the turns they read as, in order: each function response (user) or
     server result (model) alone, runs of the other parts together."""
     alone = {FUNCTION_RESPONSE} if role == "user" else SERVER_RESULTS
@@ -290,9 +291,11 @@ def _parts(contents: Sequence[dict[str, Any]],
                 if any(not call.taken for call in calls):
                     _unanswered(calls, answering)
                 run_start, calls, names = index, [], {}
-            calls.extend(_call_keys(parts, kinds, run_start, names))
+            issued = _call_keys(parts, kinds, run_start, names)
+            calls.extend(issued)
             link = f"gemini:turn:{run_start}"
         else:
+            issued = []
             if run_start is not None:
                 answering, run_start = run_start, None
             if FUNCTION_RESPONSE not in kinds and any(not call.taken for call in calls):
@@ -300,7 +303,8 @@ def _parts(contents: Sequence[dict[str, Any]],
             link = f"gemini:turn:{answering}"  # what a function response travels with
         if _genuine_user(role, kinds):
             current = len(out)
-        out.extend(_content_parts(content, index, role, parts, kinds, counter, calls, link))
+        out.extend(_content_parts(content, index, role, parts, kinds, counter, calls, issued,
+                                  link))
     if any(not call.taken for call in calls):
         _unanswered(calls, answering if run_start is None else run_start)
     return out, Reading(len(out) - current)
@@ -316,8 +320,10 @@ def _unanswered(calls: list[_Call], index: int | None) -> None:
 
 def _content_parts(content: dict[str, Any], index: int, role: str, parts: list[Any],
                    kinds: list[str], counter: GeminiTokenCounter, calls: list[_Call],
-                   link: str) -> list[Part]:
-    """A content as engine turns: one, or one per segment (``_segments``)."""
+                   issued: list[_Call], link: str) -> list[Part]:
+    """A content as engine turns: one, or one per segment (``_segments``). ``issued``: the
+    content's own function calls, in order; ``calls``: every call its responses may answer."""
+    keys = iter(call.key for call in issued)
     segments = _segments(role, parts, kinds)
     model = role == "model"
     base = {key: value for key, value in content.items() if key != "parts"}
@@ -338,8 +344,10 @@ def _content_parts(content: dict[str, Any], index: int, role: str, parts: list[A
             out.append(Part(index, Role.TOOL, part_text(blocks[0]), payload, tokens, kind,
                             links=(link,), label=kind.replace("_", " "), **common))
         elif model:
+            made = tuple(next(keys) for block in blocks
+                         if field(block, "function_call") is not None)
             out.append(Part(index, Role.ASSISTANT, _text(blocks), payload, tokens, "model",
-                            links=(link,), label=_labels(blocks), **common))
+                            calls=made, links=(link,), label=_labels(blocks), **common))
         else:
             out.append(Part(index, Role.USER, _text(blocks), payload, tokens, "user",
                             **common))

@@ -269,6 +269,10 @@ def _unsupported(request: Mapping[str, Any]) -> str | None:
     part, a list of bare parts), a history the server holds."""
     if given(request.get("previous_interaction_id")) is not None:
         return server_held("previous_interaction_id")
+    if "input" in request:
+        return "an Interactions API request (input): its history is not compacted here"
+    if "contents" not in request:
+        return "no contents: a Live API session keeps its history on the server"
     contents = request.get("contents")
     if isinstance(contents, str):
         return None
