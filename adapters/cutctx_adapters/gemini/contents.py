@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, CompactionBudget, Role, TokenEstimator
+from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript
 
 # After the house is regrouped these come from the ``history`` and ``planning`` faces.
 from .._conversion import SUMMARY_HEADER, Conversion
@@ -104,16 +104,22 @@ def _prepare(contents: Any, config: Any, model: str | None, estimator: TokenEsti
                      counter)
 
 
-def recent_turns(conv: Conversion[Any], keep_recent: int, allowance: int) -> int:
-    """The turns to protect: the whole current turn where it fits ``allowance`` (the API
-    validates its thought signatures, and it is what the model is working on), else
-    ``keep_recent``."""
-    tail = current_turn(conv)
-    turns = conv.transcript.turns
-    if tail <= keep_recent or tail > len(turns):
-        return keep_recent
-    tokens = sum(turn.token_estimate for turn in turns[len(turns) - tail:])
-    return tail if tokens <= allowance else keep_recent
+def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
+    """``conv`` with its current turn pinned where it fits ``allowance`` beside the other
+    pinned turns: the API validates the turn's thought signatures, and it is what the model is
+    working on. A current turn that does not fit gives way like any other turn."""
+    tail, turns = current_turn(conv), conv.transcript.turns
+    if not tail or tail > len(turns):
+        return conv
+    start = len(turns) - tail
+    needed = sum(turn.token_estimate for position, turn in enumerate(turns)
+                 if position >= start or turn.pinned)
+    if needed > allowance or all(turn.pinned for turn in turns[start:]):
+        return conv
+    pinned = tuple(turn if position < start or turn.pinned else replace(turn, pinned=True)
+                   for position, turn in enumerate(turns))
+    return Conversion(Transcript(pinned), conv.parts, conv.codec, conv.task_turn_id,
+                      conv.reading)
 
 
 def _job(prepared: _Prepared, budget: int | CompactionBudget,
@@ -125,12 +131,10 @@ def _job(prepared: _Prepared, budget: int | CompactionBudget,
 
     def begin(extra: int) -> Job:
         overhead = prepared.overhead + extra
-        keep = settings.keep_recent
-        if isinstance(budget, int):
-            keep = recent_turns(conv, keep, budget - overhead)
+        goal = budget if isinstance(budget, int) else budget.max_tokens + overhead
         return start(
-            conv,
-            resolve_budget(budget, overhead, keep),
+            protect(conv, goal - overhead),
+            resolve_budget(budget, overhead, settings.keep_recent),
             policy=settings.policy,
             summarizer=settings.summarizer,
             estimator=prepared.counter.text_estimator,
@@ -308,7 +312,7 @@ FORMAT = HistoryFormat(
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,
     safety_margin=0.05,
-    recent_turns=recent_turns,
+    protect=protect,
 )
 """How ``generate_content`` requests carry their history (for sessions and the wrapper)."""
 

@@ -116,7 +116,6 @@ class HistoryFormat:
         lambda request, conv: None)
     """Refuse what the provider would refuse about the request as a whole, beyond its history
     (Anthropic: ``cache_control`` markers on tools count toward the four)."""
-    recent_turns: Callable[[Conversion[Any], int, int], int] | None = None
-    """(conversion, keep_recent, the history's allowance) -> the recent turns to protect, where
-    the provider wants more of the newest turns untouched than ``keep_recent`` (Gemini: its
-    current turn, while it fits); None: ``keep_recent``."""
+    protect: Callable[[Conversion[Any], int], Conversion[Any]] = lambda conv, allowance: conv
+    """(conversion, the history's allowance) -> the conversion with the newest turns the
+    provider wants untouched pinned, where they fit (Gemini: its current turn)."""

@@ -469,10 +469,8 @@ class CompactionSession:
                    else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
-        keep = self.keep_recent
-        if self.format.recent_turns is not None:
-            keep = self.format.recent_turns(conv, keep, goal - call.overhead)
-        return start(conv, resolve_budget(goal, call.overhead, keep),
+        conv = self.format.protect(conv, goal - call.overhead)
+        return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
                      policy=self.policy,
                      summarizer=None if call.deferred is not None else self.summarizer,
                      overhead=call.overhead, result_fields=lambda rendered: {},
