@@ -108,7 +108,11 @@ def read_content(item: Any, index: int) -> Any:
     and raw bytes in a dict become the base64 text the SDK would send."""
     candidates = None if isinstance(item, Mapping) else getattr(item, "candidates", None)
     if candidates and getattr(candidates[0], "content", None) is not None:
-        return candidates[0].content
+        item = candidates[0].content
+    if not isinstance(item, Mapping) and hasattr(item, "parts") and hasattr(item, "role"):
+        # A role the SDK class defaults (``UserContent``) is sent although it was never set.
+        role = item.role
+        return {"parts": item.parts} if role is None else {"parts": item.parts, "role": role}
     if isinstance(item, Mapping) and _has_bytes(item):
         return _bytes_free(item)
     return item
