@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -40,7 +41,7 @@ from typing import Any
 from cutctx import TokenEstimator
 
 # After the house is regrouped these come from the ``counting`` face.
-from .._estimators import check_model, chosen_estimator
+from .._estimators import check_model, chosen_estimator, estimator_for
 from .._images import Base64Bytes, image_size
 from ..anthropic._tokens import CalibratedEstimator
 from ._parts import data_kind, field
@@ -54,7 +55,9 @@ __all__ = [
     "REQUEST_TOKENS",
     "VIDEO_TOKENS_PER_SECOND",
     "GeminiTokenCounter",
+    "ModelEstimator",
     "image_tokens",
+    "model_estimator",
 ]
 
 CALIBRATION = 1.2
@@ -118,11 +121,33 @@ def _level(part: Mapping[str, Any]) -> str | None:
     return level if isinstance(level, str) else None
 
 
+class ModelEstimator:
+    """The shared tiktoken estimator, knowing the Gemini model it counts for (its media rules):
+    what a session counts a model's requests with."""
+
+    def __init__(self, model: str | None) -> None:
+        self.model = model
+        self._inner = estimator_for(None)
+
+    def estimate_tokens(self, text: str) -> int:
+        return self._inner.estimate_tokens(text)
+
+    def __repr__(self) -> str:
+        return f"ModelEstimator({self.model!r})"
+
+
+@functools.lru_cache(maxsize=64)
+def model_estimator(model: str | None) -> ModelEstimator:
+    """One ``ModelEstimator`` per model, kept (sessions tell estimators apart by identity)."""
+    return ModelEstimator(check_model(model))
+
+
 class GeminiTokenCounter:
     """Estimated Gemini input tokens of contents, parts, a system instruction and tools.
 
     ``estimator`` counts text (default: shared tiktoken ``o200k_base``), scaled by
-    ``calibration`` (default ``CALIBRATION``); ``model`` picks the media rules.
+    ``calibration`` (default ``CALIBRATION``); ``model`` (else a ``ModelEstimator``'s) picks
+    the media rules.
     """
 
     framing = CONTENT_TOKENS
@@ -130,6 +155,8 @@ class GeminiTokenCounter:
 
     def __init__(self, estimator: TokenEstimator | None = None, *, model: str | None = None,
                  calibration: float | None = None) -> None:
+        if model is None and isinstance(estimator, ModelEstimator):
+            model = estimator.model
         self.model = check_model(model)
         factor = CALIBRATION if calibration is None else calibration
         self.text_estimator = CalibratedEstimator(chosen_estimator(estimator, None), factor)

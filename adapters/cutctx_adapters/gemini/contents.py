@@ -31,7 +31,6 @@ from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript
 
 # After the house is regrouped these come from the ``history`` and ``planning`` faces.
 from .._conversion import SUMMARY_HEADER, Conversion
-from .._estimators import estimator_for
 from .._format import HistoryFormat, given, reply_allowance, server_held
 from .._pipeline import Job, arun, resolve_budget, run, start
 from .._results import FormatResult, narrowed
@@ -49,7 +48,7 @@ from ._reading import (
     to_transcript,
     validate,
 )
-from ._tokens import CALL_TOKENS, CONTENT_TOKENS, GeminiTokenCounter
+from ._tokens import CALL_TOKENS, CONTENT_TOKENS, GeminiTokenCounter, model_estimator
 
 if TYPE_CHECKING:
     from google.genai.types import ContentDict
@@ -309,7 +308,7 @@ FORMAT = HistoryFormat(
     output_allowance=lambda request: reply_allowance("max_output_tokens")(
         read_generation(request)),
     unsupported=_unsupported,
-    estimator_for=lambda _model: estimator_for(None),
+    estimator_for=model_estimator,
     planning=_planning,
     safety_margin=0.05,
     protect=protect,
