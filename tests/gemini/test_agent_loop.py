@@ -119,10 +119,11 @@ def run(mode: str) -> list[CallReport]:
             body = json.loads(route.calls.last.request.content)
             check(history, body, reports[-1], previous)
             previous = body["contents"]
-            model_contents = [chunk.candidates[0].content for chunk in got]
+            model_contents: list[Any] = [chunk.candidates[0].content for chunk in got
+                                         if chunk.candidates]
             history.extend(model_contents)  # as the SDK's chats record a reply
-            calls += sum(1 for content in model_contents for part in content.parts or []
-                         if part.function_call is not None)
+            calls += len([part for content in model_contents for part in content.parts or []
+                          if part.function_call is not None])
             history.append(next_input(model_contents, model.turn))
     return reports
 

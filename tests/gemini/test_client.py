@@ -4,6 +4,7 @@ the JSON the SDK actually sent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def test_generate_content_sends_the_compacted_history(route: respx.Route) -> Non
 
 
 def test_the_config_goes_out_as_given(route: respx.Route) -> None:
-    config = {"system_instruction": "Be terse.", "tools": [{"function_declarations": [
+    config: Any = {"system_instruction": "Be terse.", "tools": [{"function_declarations": [
         {"name": "read_file", "description": "Reads."}]}], "max_output_tokens": 500,
         "tool_config": {"function_calling_config": {"mode": "AUTO"}}}
     wrap().models.generate_content(model=MODEL, contents=agent_history(16), config=config)
@@ -73,7 +74,7 @@ def test_the_config_goes_out_as_given(route: respx.Route) -> None:
 
 
 def test_with_cached_content_only_contents_change(route: respx.Route) -> None:
-    config = {"cached_content": "cachedContents/abc", "max_output_tokens": 500}
+    config: Any = {"cached_content": "cachedContents/abc", "max_output_tokens": 500}
     reports: list[CallReport] = []
     wrap(reports).models.generate_content(model=MODEL, contents=agent_history(16),
                                           config=config)
@@ -108,7 +109,7 @@ def test_the_async_twins_compact(route: respx.Route) -> None:
 
 def test_a_chat_sends_its_whole_history_through_the_session(route: respx.Route) -> None:
     reports: list[CallReport] = []
-    history = agent_history(16)
+    history: Any = agent_history(16)
     client = wrap(reports)
     chat = client.chats.create(model=MODEL, history=history)
     chat.send_message("Go on.")
@@ -124,7 +125,8 @@ def test_an_async_chat_compacts(route: respx.Route) -> None:
     client = wrap()
 
     async def main() -> None:
-        chat = client.aio.chats.create(model=MODEL, history=agent_history(16))
+        history: Any = agent_history(16)
+        chat = client.aio.chats.create(model=MODEL, history=history)
         await chat.send_message("Go on.")
 
     asyncio.run(main())
@@ -149,7 +151,8 @@ def test_the_sdk_shorthand_goes_out_as_given(route: respx.Route) -> None:
     assert bodies(route)[-1]["contents"] == [{"parts": [{"text": "Describe"}, {"text": "this"}],
                                              "role": "user"}]
     client.models.generate_content(model=MODEL, contents="Hi")
-    assert reports[-1].decision == "unchanged"
+    last = reports[-1]
+    assert last.decision == "unchanged"
 
 
 def test_an_interaction_chain_is_passed_through_and_reported(api: respx.Router) -> None:
@@ -157,11 +160,9 @@ def test_an_interaction_chain_is_passed_through_and_reported(api: respx.Router) 
         "id": "int_2", "status": "completed", "outputs": [], "model": MODEL})
     reports: list[CallReport] = []
     client = wrap(reports)
-    try:
-        client.interactions.create(model=MODEL, input="Go on.",
+    with contextlib.suppress(Exception):  # the mocked reply may not parse: what was sent is
+        client.interactions.create(model=MODEL, input="Go on.",  # the point
                                    previous_interaction_id="int_1")
-    except Exception:  # the mocked reply may not parse: what was sent is the point
-        pass
     assert route.called
     assert json.loads(route.calls.last.request.content)["previous_interaction_id"] == "int_1"
     assert reports[-1].decision == "not_possible"
@@ -178,7 +179,7 @@ def test_other_attributes_are_the_clients_own(route: respx.Route) -> None:
 def test_the_wrong_client_is_refused_by_name() -> None:
     with pytest.raises(ValidationError, match=r"wrap it with CompactingGenAI"):
         CompactingAnthropic(sdk())  # type: ignore[type-var]
-    with pytest.raises(ValidationError, match="class_not_instance|got the class"):
+    with pytest.raises(ValidationError, match=r"got the class"):
         CompactingGenAI(genai.Client)  # type: ignore[arg-type]
 
 

@@ -27,6 +27,13 @@ def _tiktoken_offline(tiktoken_cache: Path) -> None:
     """Every test counts with tiktoken from the seeded cache, never the network."""
 
 
+def sent_of(result: contents.ContentsResult) -> list[dict[str, Any]]:
+    """``sent_of(result)`` as the plain list it is when given a list."""
+    value: Any = result.contents
+    assert isinstance(value, list)
+    return value
+
+
 def as_objects(history: list[dict[str, Any]]) -> list[types.Content]:
     return [types.Content.model_validate(content) for content in history]
 
@@ -57,7 +64,7 @@ def test_sdk_objects_round_trip_to_what_the_sdk_reads_back() -> None:
 def test_a_string_round_trips_as_the_string() -> None:
     conv = contents.to_transcript("Hello there")
     assert conv.render(conv.transcript) == "Hello there"
-    assert contents.compact("Hello there", budget=1_000).contents == "Hello there"
+    assert contents.compact("Hello there", budget=1_000).contents == "Hello there"  # as given
 
 
 def test_function_responses_and_server_results_are_turns_of_their_own() -> None:
@@ -92,8 +99,7 @@ def test_compaction_keeps_every_rule_at_every_budget(budget: int, shape: str) ->
     history: Any = {"snake": plain, "wire": camel(plain), "objects": as_objects(plain)}[shape]
     before = copy.deepcopy(history)
     result = contents.compact(history, model=MODEL, budget=budget)
-    sent = result.contents
-    assert isinstance(sent, list)
+    sent = sent_of(result)
     assert history == before  # the caller's values are read, never written
     # the current turn stays whole wherever it fits beside the task (pinned)
     tail_fits = contents.count_tokens([plain[0], *current_turn(plain)], model=MODEL) < budget
@@ -116,7 +122,7 @@ def test_a_masked_function_response_keeps_id_and_name_and_loses_its_media() -> N
     for turn_id in result.report.masked_turn_ids:
         index, sub = (int(n) for n in turn_id[1:].split("."))
         original = conv.parts[turn_id].payload["parts"][0]["function_response"]
-        sent = next(content for content in result.contents
+        sent = next(content for content in sent_of(result)
                     if any(part.get("function_response", {}).get("id") == original["id"]
                            for part in content["parts"]))
         response = sent["parts"][sub]["function_response"]
@@ -133,7 +139,7 @@ def test_a_clipped_function_response_keeps_its_images_and_names_the_cut() -> Non
     budget = contents.count_tokens(history, model=MODEL) - 100
     result = contents.compact(history, model=MODEL, budget=budget, max_result_tokens=400)
     assert "c2.0" in result.report.clipped_turn_ids
-    response = result.contents[2]["parts"][0]["function_response"]
+    response = sent_of(result)[2]["parts"][0]["function_response"]
     assert (response["id"], response["name"]) == ("fc1", "read_file")
     assert len(response["parts"]) == 2  # the image and the file, whole
     assert "sha256" in response["response"]["output"]
@@ -142,20 +148,19 @@ def test_a_clipped_function_response_keeps_its_images_and_names_the_cut() -> Non
 def test_signatures_stay_byte_identical_where_they_were() -> None:
     history = agent_history(12)
     result = contents.compact(history, model=MODEL, budget=2_500)
-    signed = [part for content in result.contents for part in content["parts"]
+    signed = [part for content in sent_of(result) for part in content["parts"]
               if "thought_signature" in part]
     assert signed and all(part["thought_signature"] == SIGNATURE for part in signed)
     assert all("function_call" in part for part in signed)
 
 
 def test_the_current_turn_is_untouched_while_it_fits() -> None:
-    history = agent_history(3) + [{"role": "model", "parts": [{"text": "done"}]},
-                                  {"role": "user", "parts": [{"text": "Next task."}]}]
-    history += agent_history(5)[1:]
+    history = [*agent_history(3), {"role": "model", "parts": [{"text": "done"}]},
+               {"role": "user", "parts": [{"text": "Next task."}]}, *agent_history(5)[1:]]
     tail = current_turn(history)
     budget = contents.count_tokens(tail, model=MODEL) + 300
     result = contents.compact(history, model=MODEL, budget=budget)
-    assert result.contents[-len(tail):] == tail
+    assert sent_of(result)[-len(tail):] == tail
     assert not result.budget_unmet
 
 
@@ -164,20 +169,20 @@ def test_a_model_content_left_first_gets_the_note() -> None:
                {"role": "model", "parts": [{"text": "b " * 50}]},
                {"role": "user", "parts": [{"text": "c"}]}]
     result = contents.compact(history, model=MODEL, budget=150, keep_task=False)
-    assert result.contents[0] == {"role": "user",
+    assert sent_of(result)[0] == {"role": "user",
                                   "parts": [{"text": contents.OMITTED_NOTE}]}
-    assert contents.count_tokens(result.contents, model=MODEL) <= 150
+    assert contents.count_tokens(sent_of(result), model=MODEL) <= 150
 
 
 def test_an_old_file_reference_gives_way_like_any_attachment() -> None:
     old = {"role": "user", "parts": [{"file_data": {"file_uri": "files/old",
                                                     "mime_type": "video/mp4"}}]}
-    history = ([{"role": "user", "parts": [{"text": "task"}]},
-                {"role": "model", "parts": [{"text": "ok"}]}, old,
-                {"role": "model", "parts": [{"text": "seen"}]}]
-               + [{"role": "user", "parts": [{"text": "and?"}]}])
+    history = [{"role": "user", "parts": [{"text": "task"}]},
+               {"role": "model", "parts": [{"text": "ok"}]}, old,
+               {"role": "model", "parts": [{"text": "seen"}]},
+               {"role": "user", "parts": [{"text": "and?"}]}]
     result = contents.compact(history, model=MODEL, budget=300)
-    assert old not in result.contents
+    assert old not in sent_of(result)
     assert result.report.dropped_turn_ids or result.report.summarized_turn_ids
 
 
@@ -186,7 +191,8 @@ def test_config_is_counted_never_changed() -> None:
         system_instruction="You are terse. " * 50,
         tools=[types.Tool(function_declarations=[types.FunctionDeclaration(
             name="read_file", description="Read a file. " * 20)])],
-        tool_config={"function_calling_config": {"mode": "AUTO"}},
+        tool_config=types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
+            mode=types.FunctionCallingConfigMode.AUTO)),
         cached_content=None)
     before = config.model_copy(deep=True)
     history = agent_history(2)
@@ -224,15 +230,16 @@ def test_a_response_object_appended_is_read_as_its_content() -> None:
          "finish_reason": "STOP"}]})
     history: list[Any] = [{"role": "user", "parts": [{"text": "hello"}]}, response]
     conv = contents.to_transcript(history)
-    assert conv.render(conv.transcript)[1] == {"role": "model", "parts": [
+    rendered: Any = conv.render(conv.transcript)
+    assert rendered[1] == {"role": "model", "parts": [
         {"text": "hi", "thoughtSignature": SIGNATURE}]}
 
 
 def test_raw_bytes_are_read_as_the_sdk_sends_them() -> None:
-    history = [{"role": "user", "parts": [{"text": "x", "thought_signature": b"\x00\xff"},
+    history: Any = [{"role": "user", "parts": [{"text": "x", "thought_signature": b"\x00\xff"},
                                           {"inline_data": {"mime_type": "image/png",
                                                            "data": b"\x89PNG"}}]}]
-    rendered = contents.compact(history, budget=5_000).contents
+    rendered = sent_of(contents.compact(history, budget=5_000))
     assert types.Content.model_validate(rendered[0]) == types.Content.model_validate(history[0])
     assert isinstance(history[0]["parts"][0]["thought_signature"], bytes)  # not written
 
@@ -303,7 +310,7 @@ def test_contents_of_the_wrong_type_are_refused() -> None:
 
 # --- properties ----------------------------------------------------------------------------
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 _part = st.one_of(
     st.builds(lambda t: {"text": t}, _text),
     st.builds(lambda t: {"text": t, "thought": True, "thought_signature": SIGNATURE}, _text),
@@ -351,8 +358,7 @@ def test_any_compaction_is_a_valid_request_from_the_history(history: list[dict[s
     except Exception as exc:  # only a refusal naming the budget, never a crash
         assert type(exc).__name__ == "BudgetUnsatisfiable"
         return
-    sent = result.contents
-    assert isinstance(sent, list)
+    sent = sent_of(result)
     check_request(sent, history, current_kept=False)
     if not result.budget_unmet:
         assert contents.count_tokens(sent, model=MODEL) <= budget

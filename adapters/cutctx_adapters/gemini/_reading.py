@@ -21,7 +21,7 @@ from ._codec import (
     ContentsCodec,
     Rendered,
 )
-from ._parts import DATA_FIELDS, data_kind, field, part_text
+from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
 __all__ = ["Config", "Reading", "read_config", "read_content", "to_transcript", "validate"]
