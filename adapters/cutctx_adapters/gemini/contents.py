@@ -64,6 +64,7 @@ __all__ = [
     "compact",
     "count_tokens",
     "plan",
+    "text_estimator",
     "to_transcript",
     "validate",
 ]
@@ -163,6 +164,11 @@ def _leaves_model_first(job: Job, conv: Conversion[Rendered]) -> bool:
         part = conv.parts[action.turn_id]
         return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
     return False
+
+
+def text_estimator(model: str | None = DEFAULT_MODEL) -> TokenEstimator:
+    """How this format counts plain text for ``model`` (tiktoken, calibrated)."""
+    return GeminiTokenCounter(model=model).text_estimator
 
 
 def count_tokens(
