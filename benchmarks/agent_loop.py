@@ -3,7 +3,8 @@ land on target, does the prompt cache hold? (issue 31)
 
 Run from the repository root: ``python benchmarks/agent_loop.py [--windows 16000,64000,128000]
 [--formats chat,responses,anthropic,gemini] [--turns 60]``. The loop
-(``tests/_support/agent_loop.py``) makes one tool call a turn, results of 2–20k characters (a fifth of them repeats), and at turn 30
+(``tests/_support/agent_loop.py``) makes one tool call a turn, results of 2–20k characters (a
+fifth of them repeats), and at turn 30
 one result of about a million characters. Each request goes through one ``CompactionSession``
 (the wrapped clients' own path) with the default settings; the baseline beside it is stateless
 ``compact`` of the same history to the session's target.
