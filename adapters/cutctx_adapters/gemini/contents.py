@@ -48,12 +48,19 @@ from ._reading import (
     to_transcript,
     validate,
 )
-from ._tokens import CALL_TOKENS, CONTENT_TOKENS, GeminiTokenCounter, model_estimator
+from ._tokens import (
+    CALIBRATION,
+    CALL_TOKENS,
+    CONTENT_TOKENS,
+    GeminiTokenCounter,
+    model_estimator,
+)
 
 if TYPE_CHECKING:
     from google.genai.types import ContentDict
 
 __all__ = [
+    "CALIBRATION",
     "DEFAULT_MODEL",
     "FORMAT",
     "OMITTED_NOTE",

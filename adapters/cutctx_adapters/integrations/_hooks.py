@@ -13,19 +13,51 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ..counting import calibration_for, claude_estimator, is_claude
+from cutctx import TokenEstimator
+
+from ..counting import (
+    CalibratedEstimator,
+    calibration_for,
+    claude_estimator,
+    estimator_for,
+    is_claude,
+)
+from ..gemini.contents import CALIBRATION as GEMINI_CALIBRATION
 from ..history import SUMMARY_HEADER
 from ..planning import HistoryFormat
 from ..reports import CallReport, Decision
 from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "item_shape", "kept_positions", "traced", "unchanged"]
+__all__ = ["HookSessions", "calibration_of", "is_gemini", "item_shape", "kept_positions",
+           "traced", "unchanged"]
+
+
+def is_gemini(model: str | None) -> bool:
+    """Whether ``model`` names a Google Gemini model (its counts take Gemini's calibration)."""
+    return bool(model) and "gemini" in str(model).lower()
+
+
+def calibration_of(model: str | None) -> float | None:
+    """The factor tiktoken counts for ``model`` take where it has no public tokenizer (Claude,
+    Gemini); None for the models tiktoken counts as they are."""
+    if is_claude(model):
+        return calibration_for(model)
+    if is_gemini(model):
+        return GEMINI_CALIBRATION
+    return None
+
+
+def _calibrated(model: str | None, factor: float) -> TokenEstimator:
+    """The estimator a calibrated session counts ``model`` with."""
+    if is_claude(model):
+        return claude_estimator(model)
+    return CalibratedEstimator(estimator_for(None), factor)
 
 
 class HookSessions:
     """The sticky sessions of one hook, all with its settings: one per format, and one more per
-    Claude calibration (Anthropic models are counted with tiktoken times the Claude factor
+    calibration (Anthropic and Gemini models are counted with tiktoken times their factor
     unless the settings name an estimator). ``last_report`` is the newest call's report."""
 
     def __init__(self, settings: CompactionSettings | None,
@@ -37,15 +69,14 @@ class HookSessions:
 
     def session(self, format: HistoryFormat, model: str | None) -> CompactionSession:
         """The session for ``format`` and ``model`` (made on first use)."""
-        claude = is_claude(model) and self.settings.estimator is None
-        factor = calibration_for(model) if claude else None
+        factor = calibration_of(model) if self.settings.estimator is None else None
         key = (format.name, factor)
         with self._lock:
             found = self._sessions.get(key)
             if found is None:
                 settings = self.settings
                 if factor is not None:
-                    settings = settings.replace(estimator=claude_estimator(model))
+                    settings = settings.replace(estimator=_calibrated(model, factor))
                 found = self._sessions[key] = CompactionSession(format, settings=settings)
             return found
 
