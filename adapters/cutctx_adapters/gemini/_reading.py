@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cutctx import Role, TokenEstimator
+from cutctx import CharRatioEstimator, Role, TokenEstimator
 
 # After the house is regrouped these come from the ``history`` and ``planning`` faces.
 from .._conversion import Conversion, CountText, Part, PinSpec, convert, invalid, to_plain
@@ -393,21 +393,6 @@ def current_turn(conv: Conversion[Any]) -> int:
     return reading.current_turn if isinstance(reading, Reading) else 0
 
 
-class _NoCount(GeminiTokenCounter):
-    """Counts nothing: for validation, which needs the structure only."""
-
-    framing = 0
-
-    def __init__(self) -> None:
-        pass
-
-    def content(self, content: Mapping[str, Any]) -> int:
-        return 0
-
-    def part(self, part: Any) -> int:
-        return 0
-
-
 def validate(contents: Any) -> None:
     """Raise ``cutctx.ValidationError`` if the API would reject these contents' structure.
 
@@ -417,4 +402,4 @@ def validate(contents: Any) -> None:
     one, else by name).
     """
     plain, _ = _plain_contents(contents)
-    _parts(plain, _NoCount())
+    _parts(plain, GeminiTokenCounter(CharRatioEstimator(), calibration=1.0))  # no tiktoken
