@@ -14,7 +14,7 @@ from google.genai import types
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cutctx import ValidationError
+from cutctx import BudgetUnsatisfiable, ValidationError
 from cutctx_adapters.gemini import contents
 from tests.gemini.histories import MARKER, SIGNATURE, agent_history, camel, every_part, png
 from tests.gemini.rules import check_request, current_turn
@@ -362,3 +362,24 @@ def test_any_compaction_is_a_valid_request_from_the_history(history: list[dict[s
     check_request(sent, history, current_kept=False)
     if not result.budget_unmet:
         assert contents.count_tokens(sent, model=MODEL) <= budget
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["role", "parts", "text", "function_call", "functionResponse", "name",
+                         "id", "args", "response", "inline_data", "data", "thought_signature",
+                         "tool_response", "code_execution_result", "output", "model", "user"]),
+        inner, max_size=4),
+    max_leaves=12)
+
+
+@given(st.lists(_json, max_size=4) | _json)
+def test_any_input_is_read_or_refused_with_a_validation_error(value: Any) -> None:
+    try:
+        contents.validate(value)
+        contents.compact(value, model=MODEL, budget=2_000)
+    except ValidationError as error:
+        assert "rule" in error.details
+    except BudgetUnsatisfiable:
+        pass  # a valid history that cannot fit: refused by name, as the budget says
