@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from .._conversion import SUMMARY_HEADER, Part, copy_plain
+from ..history import SUMMARY_HEADER, Part, copy_plain
 from ._parts import field, function_response_text, is_text, key_of, part_text, stub_response
 
 Rendered: TypeAlias = "list[dict[str, Any]] | str"

@@ -11,9 +11,8 @@ from typing import Any
 
 from cutctx import CharRatioEstimator, Role, TokenEstimator
 
-# After the house is regrouped these come from the ``history`` and ``planning`` faces.
-from .._conversion import Conversion, CountText, Part, PinSpec, convert, invalid, to_plain
-from .._format import given
+from ..history import Conversion, CountText, Part, PinSpec, convert, invalid, to_plain
+from ..planning import given
 from ._codec import (
     FUNCTION_RESPONSE,
     NOUN,
@@ -24,7 +23,8 @@ from ._codec import (
 from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
-__all__ = ["Config", "Reading", "read_config", "read_content", "to_transcript", "validate"]
+__all__ = ["Config", "Reading", "conversion_of", "current_turn", "plain_contents", "read_config",
+           "read_content", "read_parts", "to_transcript", "validate"]
 
 _ROLES = ("user", "model")
 _MODEL_ONLY = frozenset({"function_call", "executable_code", "code_execution_result",
@@ -118,7 +118,7 @@ def read_content(item: Any, index: int) -> Any:
     return item
 
 
-def _plain_contents(contents: Any) -> tuple[list[dict[str, Any]], str | None]:
+def plain_contents(contents: Any) -> tuple[list[dict[str, Any]], str | None]:
     """Plain copies of the caller's contents, and the string they were given as (if one)."""
     if isinstance(contents, str):
         return [{"role": "user", "parts": [{"text": contents}]}], contents
@@ -279,7 +279,7 @@ def _labels(parts: Sequence[Any]) -> str | None:
     return ", ".join(names) or None
 
 
-def _parts(contents: Sequence[dict[str, Any]],
+def read_parts(contents: Sequence[dict[str, Any]],
            counter: GeminiTokenCounter) -> tuple[list[Part], Reading]:
     """Validate ``contents`` and read them into parts."""
     out: list[Part] = []
@@ -358,9 +358,10 @@ def _content_parts(content: dict[str, Any], index: int, role: str, parts: list[A
     return out
 
 
-def _conversion(contents: list[dict[str, Any]], as_string: str | None, parts: Sequence[Part],
-                reading: Reading, pin: PinSpec, keep_task: bool,
-                count_text: CountText | None) -> Conversion[Rendered]:
+def conversion_of(contents: list[dict[str, Any]], as_string: str | None,
+                  parts: Sequence[Part], reading: Reading, pin: PinSpec, keep_task: bool,
+                  count_text: CountText | None) -> Conversion[Rendered]:
+    """The conversion of parts read from ``contents`` (``read_parts``), with their reading."""
     codec = ContentsCodec(starts_with_user=not contents or contents[0].get("role") != "model",
                           as_string=as_string)
     conv = convert(codec, parts, contents, pin, keep_task, count_text=count_text)
@@ -381,10 +382,10 @@ def to_transcript(
 
     ``model`` picks the media rules; ``calibration`` scales the text estimates (default 1.2).
     """
-    plain, as_string = _plain_contents(contents)
+    plain, as_string = plain_contents(contents)
     counter = GeminiTokenCounter(estimator, model=model, calibration=calibration)
-    parts, reading = _parts(plain, counter)
-    return _conversion(plain, as_string, parts, reading, pin, keep_task, counter.text)
+    parts, reading = read_parts(plain, counter)
+    return conversion_of(plain, as_string, parts, reading, pin, keep_task, counter.text)
 
 
 def current_turn(conv: Conversion[Any]) -> int:
@@ -401,5 +402,5 @@ def validate(contents: Any) -> None:
     exactly N function responses in the user content right after it (by id where they have
     one, else by name).
     """
-    plain, _ = _plain_contents(contents)
-    _parts(plain, GeminiTokenCounter(CharRatioEstimator(), calibration=1.0))  # no tiktoken
+    plain, _ = plain_contents(contents)
+    read_parts(plain, GeminiTokenCounter(CharRatioEstimator(), calibration=1.0))  # no tiktoken

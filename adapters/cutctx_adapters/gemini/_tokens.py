@@ -40,10 +40,14 @@ from typing import Any
 
 from cutctx import TokenEstimator
 
-# After the house is regrouped these come from the ``counting`` face.
-from .._estimators import check_model, chosen_estimator, estimator_for
-from .._images import Base64Bytes, image_size
-from ..anthropic._tokens import CalibratedEstimator
+from ..counting import (
+    Base64Bytes,
+    CalibratedEstimator,
+    check_model,
+    chosen_estimator,
+    estimator_for,
+    image_size,
+)
 from ._parts import data_kind, field
 
 __all__ = [

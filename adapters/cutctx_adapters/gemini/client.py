@@ -16,8 +16,7 @@ from google.genai.chats import AsyncChats, Chats
 from google.genai.client import AsyncClient, Client
 from google.genai.models import Models
 
-# After the house is regrouped these come from the ``clients`` face.
-from .._wrapper import CompactingClient, CompactingResource, Namespace, SdkView, check_client
+from ..clients import CompactingClient, CompactingResource, Namespace, SdkView, check_client
 from ..settings import CompactionSettings, SettingsKeywords
 from . import contents
 

@@ -24,27 +24,40 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript
+from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript, ValidationError
 
-# After the house is regrouped these come from the ``history`` and ``planning`` faces.
-from .._conversion import SUMMARY_HEADER, Conversion
-from .._format import HistoryFormat, given, reply_allowance, server_held
-from .._pipeline import Job, arun, resolve_budget, run, start
-from .._results import FormatResult, narrowed
-from ..fulfil import SummaryCache
-from ..settings import CompactionSettings, PlanningKeywords, budget_or_window, planning_settings
+from ..history import SUMMARY_HEADER, Conversion, plain_tools
+from ..planning import (
+    FormatResult,
+    HistoryFormat,
+    Job,
+    acompacted,
+    compacted,
+    given,
+    reply_allowance,
+    resolve_budget,
+    server_held,
+    start,
+)
+from ..settings import (
+    CompactionSettings,
+    CompactKeywords,
+    PlanKeywords,
+    budget_or_window,
+    settings_of,
+)
 from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
 from ._reading import (
     Config,
-    _conversion,
-    _parts,
-    _plain_contents,
+    conversion_of,
     current_turn,
+    plain_contents,
     read_config,
     read_content,
+    read_parts,
     to_transcript,
     validate,
 )
@@ -66,6 +79,8 @@ __all__ = [
     "OMITTED_NOTE",
     "SUMMARY_HEADER",
     "ContentsCodec",
+    "ContentsCompactKeywords",
+    "ContentsKeywords",
     "ContentsResult",
     "acompact",
     "compact",
@@ -94,7 +109,7 @@ class _Prepared:
 
 
 def _measure(counter: GeminiTokenCounter, overhead: int, rendered: Rendered) -> int:
-    contents, _ = _plain_contents(rendered)
+    contents, _ = plain_contents(rendered)
     return sum(counter.content(content) for content in contents) + overhead
 
 
@@ -103,12 +118,13 @@ def _overhead(counter: GeminiTokenCounter, config: Config) -> int:
 
 
 def _prepare(contents: Any, config: Any, model: str | None, estimator: TokenEstimator | None,
-             calibration: float | None) -> _Prepared:
-    plain, as_string = _plain_contents(contents)
+             calibration: float | None, tools: Sequence[Any] | None = None) -> _Prepared:
+    plain, as_string = plain_contents(contents)
     counter = GeminiTokenCounter(estimator, model=model, calibration=calibration)
-    parts, reading = _parts(plain, counter)
-    return _Prepared(plain, as_string, parts, reading, _overhead(counter, read_config(config)),
-                     counter)
+    parts, reading = read_parts(plain, counter)
+    overhead = _overhead(counter, read_config(config)) + sum(
+        counter.tool(tool) for tool in plain_tools(tools) or ())
+    return _Prepared(plain, as_string, parts, reading, overhead, counter)
 
 
 def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
@@ -131,10 +147,9 @@ def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
 
 def _job(prepared: _Prepared, budget: int | CompactionBudget,
          settings: CompactionSettings) -> Job:
-    options = settings.policy_options()
-    conv = _conversion(prepared.contents, prepared.as_string, prepared.conversion_parts,
-                       prepared.reading, settings.pin, options.keep_task,
-                       prepared.counter.text)
+    conv = conversion_of(prepared.contents, prepared.as_string, prepared.conversion_parts,
+                         prepared.reading, settings.pin, settings.keep_task,
+                         prepared.counter.text)
 
     def begin(extra: int) -> Job:
         overhead = prepared.overhead + extra
@@ -147,7 +162,7 @@ def _job(prepared: _Prepared, budget: int | CompactionBudget,
             estimator=prepared.counter.text_estimator,
             overhead=overhead,
             result_fields=lambda rendered: {},
-            options=options,
+            options=settings,
             stub_pad=CONTENT_TOKENS + CALL_TOKENS,
             measure=prepared.measure,
         )
@@ -192,73 +207,60 @@ def count_tokens(
     return prepared.measure(prepared.contents)
 
 
-def plan(
-    contents: Any,
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    config: Any = None,
-    calibration: float | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> Job:
+class ContentsKeywords(PlanKeywords, total=False):
+    """``plan``'s keywords for Gemini: the request's ``config`` (its system instruction, tools
+    and tool config are counted) and the ``calibration`` of the text estimates."""
+
+    config: Any
+    calibration: float | None
+
+
+class ContentsCompactKeywords(ContentsKeywords, CompactKeywords, total=False):
+    """``compact``'s keywords for Gemini."""
+
+
+_OWN = ("config", "calibration")
+
+
+def plan(contents: Any, **options: Unpack[ContentsKeywords]) -> Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the contents get it minus what ``config`` spends
-    (system instruction, tools, tool config) and the request framing; None: the model's window
-    less ``reserve``. The other settings are ``CompactionSettings`` fields.
+    (system instruction, tools, tool config; ``tools=`` counts more tools) and the request
+    framing; None: the model's window less ``reserve``. A summary is always a user content
+    (``summary_role="user"``). The other settings are ``CompactionSettings`` fields.
     """
-    chosen = planning_settings(settings, keywords, "contents.plan")
-    prepared = _prepare(contents, config, model, chosen.estimator, calibration)
-    return _job(prepared, budget_or_window(budget, chosen, model), chosen)
+    chosen = settings_of(options, "contents.plan", _OWN)
+    if options.get("summary_role", "user") != "user":
+        raise ValidationError("a Gemini summary is a user content: summary_role must be 'user'",
+                              {"field": "summary_role", "rule": "summary_role"})
+    model = options.get("model", DEFAULT_MODEL)
+    prepared = _prepare(contents, options.get("config"), model, chosen.estimator,
+                        options.get("calibration"), options.get("tools"))
+    return _job(prepared, budget_or_window(options.get("budget"), chosen, model), chosen)
 
 
 @dataclass(frozen=True, slots=True)
 class ContentsResult(FormatResult):
-    """``compact``'s result: ``contents`` ready for ``client.models.generate_content``."""
+    """``compact``'s result: ``contents`` ready for ``client.models.generate_content`` with the
+    same ``config``."""
 
-    contents: list[ContentDict] | str = field(default_factory=list)
+    @property
+    def contents(self) -> list[ContentDict] | str:
+        """The compacted contents (a string, if they were given as one and kept)."""
+        rendered: list[ContentDict] | str = self.rendered
+        return rendered
 
 
-def _result(result: Any, model: str | None) -> ContentsResult:
-    return replace(narrowed(result, ContentsResult, model), contents=result.rendered)
-
-
-def compact(
-    contents: Any,
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    config: Any = None,
-    calibration: float | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ContentsResult:
+def compact(contents: Any, **options: Unpack[ContentsCompactKeywords]) -> ContentsResult:
     """Compact Gemini ``contents`` to ``budget`` prompt tokens; ``result.contents`` is ready to
     send with the same ``config``. See ``plan`` for the settings."""
-    chosen = planning_settings(settings, keywords, "contents.compact")
-    job = plan(contents, model=model, budget=budget, config=config, calibration=calibration,
-               settings=chosen)
-    return _result(run(job, chosen.summarizer, summary_cache), model)
+    return compacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
 
 
-async def acompact(
-    contents: Any,
-    *,
-    model: str | None = DEFAULT_MODEL,
-    budget: int | CompactionBudget | None = None,
-    config: Any = None,
-    calibration: float | None = None,
-    summary_cache: SummaryCache | None = None,
-    settings: CompactionSettings | None = None,
-    **keywords: Unpack[PlanningKeywords],
-) -> ContentsResult:
+async def acompact(contents: Any, **options: Unpack[ContentsCompactKeywords]) -> ContentsResult:
     """``compact`` with an async (or sync) summarizer."""
-    chosen = planning_settings(settings, keywords, "contents.acompact")
-    job = plan(contents, model=model, budget=budget, config=config, calibration=calibration,
-               settings=chosen)
-    return _result(await arun(job, chosen.summarizer, summary_cache), model)
+    return await acompacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
 
 
 # ----------------------------------------------------------------------------------------------

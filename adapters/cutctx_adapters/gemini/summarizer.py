@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# After the house is regrouped this comes from the ``clients`` face.
-from .._summarizer import ProviderSummarizer
+from ..clients import ProviderSummarizer
 
 __all__ = ["GeminiSummarizer"]
 
