@@ -383,3 +383,21 @@ def test_any_input_is_read_or_refused_with_a_validation_error(value: Any) -> Non
         assert "rule" in error.details
     except BudgetUnsatisfiable:
         pass  # a valid history that cannot fit: refused by name, as the budget says
+
+
+@given(histories(), st.integers(1, 30))
+def test_reading_on_from_a_prefix_is_reading_the_whole(history: list[dict[str, Any]],
+                                                       cut: int) -> None:
+    from cutctx_adapters.gemini._reading import current_turn as turns_in_current, extended
+
+    cut = min(cut, len(history) - 1)
+    estimator = contents.FORMAT.estimator_for(MODEL)
+    if cut < 1 or history[cut - 1]["role"] != "user":
+        return
+    whole = contents.FORMAT.to_transcript(history, None, estimator, None, True)
+    grown = extended(contents.FORMAT.to_transcript(history[:cut], None, estimator, None, True),
+                     history, cut, estimator, None, True)
+    assert grown is not None
+    assert grown.transcript == whole.transcript
+    assert dict(grown.parts) == dict(whole.parts)
+    assert turns_in_current(grown) == turns_in_current(whole)

@@ -11,7 +11,17 @@ from typing import Any
 
 from cutctx import CharRatioEstimator, Role, TokenEstimator
 
-from ..history import Conversion, CountText, Part, PinSpec, convert, invalid, to_plain
+from ..history import (
+    Conversion,
+    CountText,
+    Growing,
+    Part,
+    PinSpec,
+    convert,
+    extend,
+    invalid,
+    to_plain,
+)
 from ..planning import given
 from ._codec import (
     FUNCTION_RESPONSE,
@@ -23,8 +33,8 @@ from ._codec import (
 from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
-__all__ = ["Config", "Reading", "conversion_of", "current_turn", "plain_contents", "read_config",
-           "read_content", "read_parts", "to_transcript", "validate"]
+__all__ = ["Config", "Reading", "conversion_of", "current_turn", "extended", "plain_contents",
+           "read_config", "read_content", "read_parts", "to_transcript", "validate"]
 
 _ROLES = ("user", "model")
 _MODEL_ONLY = frozenset({"function_call", "executable_code", "code_execution_result",
@@ -206,9 +216,11 @@ class _Call:
 @dataclass
 class Reading:
     """What reading a history found beyond its parts: how many turns its current turn holds
-    (everything from its last user content that is not only function responses on)."""
+    (everything from its last user content that is not only function responses on), and
+    whether it ended on a user content (then more contents read on from a fresh state)."""
 
     current_turn: int = 0
+    settled: bool = False
 
 
 def _genuine_user(role: str, kinds: Sequence[str]) -> bool:
@@ -279,16 +291,18 @@ def _labels(parts: Sequence[Any]) -> str | None:
     return ", ".join(names) or None
 
 
-def read_parts(contents: Sequence[dict[str, Any]],
-           counter: GeminiTokenCounter) -> tuple[list[Part], Reading]:
-    """Validate ``contents`` and read them into parts."""
+def read_parts(contents: Sequence[dict[str, Any]], counter: GeminiTokenCounter,
+               start: int = 0, before: Reading | None = None) -> tuple[list[Part], Reading]:
+    """Validate ``contents[start:]`` and read them into parts; ``before``: the reading of
+    ``contents[:start]``, which must have ended settled."""
     out: list[Part] = []
     calls: list[_Call] = []  # of the latest model turn, until answered
     answering: int | None = None  # the first index of that turn
     run_start: int | None = None  # the first index of the model turn being read
     names: dict[str, int] = {}
-    current = 0  # where the current turn starts in ``out``
-    for index, content in enumerate(contents):
+    current: int | None = None  # where the current turn starts in ``out``
+    for index in range(start, len(contents)):
+        content = contents[index]
         role, parts, kinds = _check_content(content, index)
         if role == "model":
             if run_start is None:
@@ -311,7 +325,10 @@ def read_parts(contents: Sequence[dict[str, Any]],
                                   link))
     if any(not call.taken for call in calls):
         _unanswered(calls, answering if run_start is None else run_start)
-    return out, Reading(len(out) - current)
+    tail = len(out) - current if current is not None else len(out) + (
+        before.current_turn if before is not None else 0)
+    settled = bool(contents) and contents[-1].get("role", "user") == "user"
+    return out, Reading(tail, settled)
 
 
 def _unanswered(calls: list[_Call], index: int | None) -> None:
@@ -388,7 +405,21 @@ def to_transcript(
     return conversion_of(plain, as_string, parts, reading, pin, keep_task, counter.text)
 
 
-def current_turn(conv: Conversion[Any]) -> int:
+def extended(previous: Conversion[Rendered] | Growing[Rendered], items: Sequence[dict[str, Any]],
+             known: int, estimator: TokenEstimator, pin: PinSpec,
+             keep_task: bool) -> Growing[Rendered] | None:
+    """``previous`` (of ``items[:known]``, plain, as a session converts them) continued by the
+    rest, reading only the rest; None unless the known contents ended on a user content (a
+    model content after a model one would join its turn)."""
+    reading = previous.reading
+    if not isinstance(reading, Reading) or not reading.settled or not 0 < known < len(items):
+        return None
+    counter = GeminiTokenCounter(estimator)
+    parts, state = read_parts(items, counter, start=known, before=reading)
+    return extend(previous, parts, items, pin, keep_task, state, count_text=counter.text)
+
+
+def current_turn(conv: Conversion[Any] | Growing[Any]) -> int:
     """How many turns at the end of ``conv`` make its current turn (0 if it was not read here)."""
     reading = conv.reading
     return reading.current_turn if isinstance(reading, Reading) else 0

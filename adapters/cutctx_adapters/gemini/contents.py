@@ -54,6 +54,7 @@ from ._reading import (
     Config,
     conversion_of,
     current_turn,
+    extended,
     plain_contents,
     read_config,
     read_content,
@@ -317,6 +318,8 @@ FORMAT = HistoryFormat(
     side_key=None,
     read_item=read_content,
     to_transcript=_to_transcript,
+    extend=lambda previous, items, known, _side, estimator, pin, keep_task: extended(
+        previous, items, known, estimator, pin, keep_task),
     split=lambda rendered: (None, [{"role": "user", "parts": [{"text": rendered}]}]
                             if isinstance(rendered, str) else rendered),
     overhead=_request_overhead,
