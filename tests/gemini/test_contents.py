@@ -388,7 +388,8 @@ def test_any_input_is_read_or_refused_with_a_validation_error(value: Any) -> Non
 @given(histories(), st.integers(1, 30))
 def test_reading_on_from_a_prefix_is_reading_the_whole(history: list[dict[str, Any]],
                                                        cut: int) -> None:
-    from cutctx_adapters.gemini._reading import current_turn as turns_in_current, extended
+    from cutctx_adapters.gemini._reading import current_turn as turns_in_current
+    from cutctx_adapters.gemini._reading import extended
 
     cut = min(cut, len(history) - 1)
     estimator = contents.FORMAT.estimator_for(MODEL)
