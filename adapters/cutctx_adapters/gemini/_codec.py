@@ -16,6 +16,9 @@ from cutctx import Role
 from ..history import SUMMARY_HEADER, Part, copy_plain
 from ._parts import field, function_response_text, is_text, key_of, part_text, stub_response
 
+__all__ = ["DEFAULT_MODEL", "FUNCTION_RESPONSE", "NOUN", "OMITTED_NOTE", "SERVER_RESULTS",
+           "ContentsCodec", "Rendered"]
+
 Rendered: TypeAlias = "list[dict[str, Any]] | str"
 
 DEFAULT_MODEL = "gemini-2.5-flash"

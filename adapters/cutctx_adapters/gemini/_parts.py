@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DATA_FIELDS", "data_kind", "field", "is_text", "key_of", "part_text",
-           "response_text", "stub_response", "wire_name"]
+__all__ = ["DATA_FIELDS", "data_kind", "field", "function_response_text", "is_text", "key_of",
+           "part_text", "response_text", "stub_response", "wire_name"]
 
 DATA_FIELDS = ("text", "inline_data", "file_data", "function_call", "function_response",
                "executable_code", "code_execution_result", "tool_call", "tool_response")
