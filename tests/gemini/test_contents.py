@@ -402,3 +402,18 @@ def test_reading_on_from_a_prefix_is_reading_the_whole(history: list[dict[str, A
     assert grown.transcript == whole.transcript
     assert dict(grown.parts) == dict(whole.parts)
     assert turns_in_current(grown) == turns_in_current(whole)
+
+
+def test_tools_the_sdk_declares_from_objects_are_counted_not_refused() -> None:
+    def read_file(path: str) -> str:
+        """Read a file from the repository and return its text."""
+        return path
+
+    class Session:
+        """An MCP client session (the SDK lists its tools)."""
+
+    history = agent_history(1)
+    plain = contents.count_tokens(history, model=MODEL)
+    counted = contents.count_tokens(history, model=MODEL,
+                                    config={"tools": [read_file, Session()]})
+    assert counted > plain + 2 * 64

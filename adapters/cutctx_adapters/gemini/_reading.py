@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cutctx import CharRatioEstimator, Role, TokenEstimator
+from cutctx import CharRatioEstimator, Role, TokenEstimator, ValidationError
 
 from ..history import (
     Conversion,
@@ -63,6 +63,18 @@ def _config_field(config: Any, name: str) -> Any:
     return given(getattr(config, name, None))
 
 
+def _tool_of(tool: Any, index: int) -> Any:
+    """A tool as counted: its plain JSON, or the object itself where the SDK takes one that is
+    not JSON (a Python function it declares, an MCP session), counted by what it says of
+    itself."""
+    if callable(tool) and not hasattr(tool, "model_dump"):
+        return tool
+    try:
+        return to_plain(tool, where=f"tool {index}", index=index)
+    except ValidationError:
+        return tool
+
+
 def read_config(config: Any) -> Config:
     """The parts of a config (a dict or an SDK ``GenerateContentConfig``) that count."""
     if config is None:
@@ -72,9 +84,7 @@ def read_config(config: Any) -> Config:
     if tools is not None and (isinstance(tools, str | bytes | Mapping)
                               or not isinstance(tools, Sequence)):
         raise invalid("config", 0, "tools", "tools_type", "tools must be a list")
-    plain_tools = tuple(tool if callable(tool) and not hasattr(tool, "model_dump")
-                        else to_plain(tool, where=f"tool {k}", index=k)
-                        for k, tool in enumerate(tools or ()))
+    plain_tools = tuple(_tool_of(tool, k) for k, tool in enumerate(tools or ()))
     cached = _config_field(config, "cached_content")
     return Config(
         None if system is None else to_plain(_bytes_free(system), where="system_instruction"),

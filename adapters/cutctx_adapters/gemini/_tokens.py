@@ -89,6 +89,9 @@ ASSUMED_MEDIA_SECONDS = 60
 _PDF_BYTES_PER_PAGE = 100_000
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 _BYTES_PER_TOKEN = 4  # opaque payloads (an unknown inline type)
+_SCHEMA_TOKENS = 64
+"""A tool the SDK declares from an object (a Python function, an MCP session): its parameters'
+schema, which cutctx does not build, as a fixed allowance."""
 
 
 def _per_part_levels(model: str | None) -> bool:
@@ -184,13 +187,13 @@ class GeminiTokenCounter:
         return total
 
     def tool(self, tool: Any) -> int:
-        """A tool definition: its JSON, or a Python function's name, signature and docstring
-        (the SDK declares a callable from those)."""
-        if callable(tool) and not isinstance(tool, Mapping):
-            name = getattr(tool, "__name__", "")
-            doc = getattr(tool, "__doc__", None) or ""
-            return CALL_TOKENS + self.text(f"{name}\n{doc}") + 16  # the parameters' schema
-        return self._json(tool)
+        """A tool definition: its JSON, or an object's name and docstring (the SDK declares a
+        Python function from those) and an allowance for the schema."""
+        if isinstance(tool, Mapping):
+            return self._json(tool)
+        name = getattr(tool, "__name__", None) or type(tool).__name__
+        doc = getattr(tool, "__doc__", None) or ""
+        return CALL_TOKENS + self.text(f"{name}\n{doc}") + _SCHEMA_TOKENS
 
     def instruction(self, system: Any) -> int:
         """A ``system_instruction``: a string, a content, a part or a list of them."""
