@@ -12,6 +12,7 @@ import pytest
 import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from google import genai
+from google.genai import _api_client
 
 from tests.gemini.histories import SIGNATURE
 
@@ -56,6 +57,9 @@ def route(api: respx.Router) -> respx.Route:
 
 
 def sdk() -> genai.Client:
+    """A real client whose requests the mock answers: with aiohttp installed the SDK would send
+    its async requests through it, past respx, so its httpx2 path is chosen here."""
+    _api_client.has_aiohttp = False
     return genai.Client(api_key="test", http_options={"base_url": BASE_URL,
                                                       "api_version": "v1beta"})
 
