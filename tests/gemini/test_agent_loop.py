@@ -89,7 +89,7 @@ def check(history: list[Any], body: dict[str, Any], report: CallReport,
     assert isinstance(plain, list)
     sent = body["contents"]
     tail = current_turn(plain)
-    fits = contents.count_tokens([plain[0], *tail], model=MODEL) <= BUDGET // 2
+    fits = contents.count_tokens([plain[0], *tail], model=MODEL) <= BUDGET
     check_request(sent, json.loads(json.dumps(plain)), current_kept=fits)
     assert contents.count_tokens(sent, model=MODEL) <= BUDGET
     if report.decision == "appended":
@@ -141,3 +141,28 @@ def test_the_loop_sends_the_sdks_own_types() -> None:
     assert isinstance(types.Content.model_validate(responses([types.Part(
         function_call=types.FunctionCall(id="x", name="read_file", args={"n": 1}))])),
         types.Content)
+
+
+@pytest.mark.parametrize("window", [16_000, 64_000])
+def test_one_huge_result_in_a_single_turn_loop(window: int) -> None:
+    """The loop of ``benchmarks/agent_loop.py`` (one task, one call a turn, a ~1M-character
+    result at turn 30) through a Gemini session: the huge result is clipped as it arrives,
+    every request is valid and within the budget, earlier compactions' stubs stay as they
+    were while the rest of the current turn is pinned."""
+    import hashlib
+
+    from cutctx_adapters import CompactionSession
+    from tests._support.agent_loop import agent_loop
+
+    loop = agent_loop(turns=36, huge_at=30)
+    huge = hashlib.sha256(loop.steps[30].output.encode()).hexdigest()
+    session = CompactionSession(contents.FORMAT, model=MODEL, window=window)
+    for number, (side, items) in enumerate(loop.requests("gemini")):
+        prepared = session.prepare(model=MODEL, contents=items,
+                                   config={"system_instruction": side})
+        sent = prepared.request["contents"]
+        assert not prepared.report.budget_unmet
+        check_request(sent, items, current_kept=False)
+        if number == 31:
+            assert huge in json.dumps(sent) and "cutctx clipped this tool result" in json.dumps(
+                sent)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript, ValidationError
 
-from ..history import SUMMARY_HEADER, Conversion, plain_tools
+from ..history import KIND_KEY, SUMMARY_HEADER, Conversion, plain_tools
 from ..planning import (
     FormatResult,
     HistoryFormat,
@@ -140,8 +140,9 @@ def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
                  if position >= start or turn.pinned)
     if needed > allowance or all(turn.pinned for turn in turns[start:]):
         return conv
-    pinned = tuple(turn if position < start or turn.pinned else replace(turn, pinned=True)
-                   for position, turn in enumerate(turns))
+    # A turn an earlier compaction replaced (a session's view) stays as it is: already final.
+    pinned = tuple(turn if position < start or turn.pinned or KIND_KEY in turn.metadata
+                   else replace(turn, pinned=True) for position, turn in enumerate(turns))
     return Conversion(Transcript(pinned), conv.parts, conv.codec, conv.task_turn_id,
                       conv.reading)
 
