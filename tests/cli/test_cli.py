@@ -284,13 +284,13 @@ def _assert_same_shape(original: Any, written: Any) -> None:
     assert type(written) is type(original)
     if not isinstance(original, dict):
         return
-    if "request" in original and "messages" not in original and "input" not in original:
+    if "request" in original and not {"messages", "input", "contents"} & set(original):
         assert list(written) == list(original)
         assert ({k: v for k, v in written.items() if k != "request"} ==
              {k: v for k, v in original.items() if k != "request"})
         _assert_same_shape(original["request"], written["request"])
         return
-    history = ("input", "instructions", "messages", "system")
+    history = ("input", "instructions", "messages", "system", "contents")
     assert [k for k in written if k not in history] == [k for k in original if k not in history]
     assert ({k: v for k, v in written.items() if k not in history} ==
          {k: v for k, v in original.items() if k not in history})

@@ -6,13 +6,15 @@ Accepted shapes: a bare list (Chat ``messages``, Responses ``input`` items, Anth
 
 Detection, first match wins (``--format`` skips it):
 
+* object with ``contents`` (a ``generate_content`` request, SDK or REST spelling) → ``gemini``;
 * object with ``input`` (or ``instructions`` and no ``messages``) → ``openai-responses``;
 * object with ``messages`` and a top-level ``system`` (Chat has none), or Anthropic-only content
   blocks, or a ``claude`` model → ``anthropic``; other objects with ``messages`` → ``openai-chat``;
 * list whose items carry a Responses item ``type`` (``message``, ``function_call``, ``reasoning``
   …) or Responses content parts (``input_text``, ``output_text`` …) → ``openai-responses``;
 * list with Anthropic content blocks (``tool_use``, ``tool_result``, ``thinking`` …) →
-  ``anthropic``; any other list → ``openai-chat``.
+  ``anthropic``; list of objects with ``parts`` (Gemini contents) → ``gemini``; any other list
+  → ``openai-chat``.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def load(path: str, forced: str | None = None,
     data = read_json(path, max_bytes)
     wrapper: Mapping[str, Any] | None = None
     if (isinstance(data, dict) and isinstance(data.get("request"), dict)
-            and "messages" not in data and "input" not in data):
+            and "messages" not in data and "input" not in data and "contents" not in data):
         wrapper, data = data, data["request"]
     if not isinstance(data, list | dict):
         raise CliError(f"{name}: expected a JSON list of messages or a request object, "
@@ -194,6 +196,8 @@ def _forced(name: str, data: Any) -> Format:
 def detect(data: Any) -> tuple[Format, str]:
     """The format of a parsed history and the rule that decided it; see the module docstring."""
     if isinstance(data, dict):
+        if "contents" in data:
+            return FORMATS["gemini"], "object with 'contents'"
         if "input" in data or ("instructions" in data and "messages" not in data):
             return FORMATS["openai-responses"], "object with 'input'"
         if "messages" not in data:
@@ -212,6 +216,9 @@ def detect(data: Any) -> tuple[Format, str]:
             return FORMATS["openai-responses"], "Responses item types"
         if _has_anthropic_blocks(data):
             return FORMATS["anthropic"], "Anthropic content blocks"
+        if _items(data) and all("parts" in item and "content" not in item
+                                for item in _items(data)):
+            return FORMATS["gemini"], "Gemini contents (parts)"
         return FORMATS["openai-chat"], "a list of messages"
     raise CliError(f"cannot tell the format of {_json_type(data)}; expected a list or an object")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from cutctx import ValidationError
 
-from ..counting import calibration_for, check_model, claude_estimator, is_claude
+from ..counting import calibrated_estimator, check_model, tokenizer_factor
 from ..planning import HistoryFormat
 from ..reports import CallReport, Decision, Source
 from ..session import CompactionSession, told
@@ -28,8 +28,8 @@ __all__ = ["HookSessions", "Kept", "Made", "Origin", "regrouped", "untouched"]
 
 class HookSessions:
     """The sticky sessions of one hook, all with its settings: one per format, and one more per
-    Claude calibration (Anthropic models are counted with tiktoken times the Claude factor
-    unless the settings name an estimator). ``model``: the model name counts and the window
+    calibration (Claude and Gemini models are counted with tiktoken times their factor unless
+    the settings name an estimator). ``model``: the model name counts and the window
     are for when the hook's caller names one (every hook takes ``settings``, ``model`` and the
     settings' keywords alike). ``last_report`` is the newest call's report."""
 
@@ -43,15 +43,14 @@ class HookSessions:
 
     def session(self, format: HistoryFormat, model: str | None) -> CompactionSession:
         """The session for ``format`` and ``model`` (made on first use)."""
-        claude = is_claude(model) and self.settings.estimator is None
-        factor = calibration_for(model) if claude else None
+        factor = tokenizer_factor(model) if self.settings.estimator is None else None
         key = (format.name, factor)
         with self._lock:
             found = self._sessions.get(key)
             if found is None:
                 settings = self.settings
                 if factor is not None:
-                    settings = settings.replace(estimator=claude_estimator(model))
+                    settings = settings.replace(estimator=calibrated_estimator(model))
                 found = self._sessions[key] = CompactionSession(format, settings=settings)
             return found
 

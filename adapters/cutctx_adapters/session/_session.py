@@ -496,6 +496,7 @@ class CompactionSession:
                    else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
+        conv = self.format.protect(conv, call.budget - call.overhead)
         return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
                      policy=self.policy,
                      summarizer=None if call.deferred is not None else self.summarizer,
