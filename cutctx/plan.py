@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._canonical import dumps_normalized, sha256_text
 from ._invariants import validate_plan
-from .actions import Action, SummarizationRequest, TurnAction
+from .actions import Action, SummarizationRequest, TurnAction, keep_actions
 from .errors import ValidationError
 from .transcript import CompactionBudget, Transcript
 
@@ -131,8 +131,9 @@ def build_plan(
     """
     if tokens_after is None:
         tokens_after = sum(request.target_tokens for request in requests)
+        keep = Action.KEEP
         for action, turn in zip(actions, transcript.turns, strict=False):
-            if action.action is Action.KEEP:
+            if action.action is keep:
                 tokens_after += turn.token_estimate
             elif action.replacement is not None:
                 tokens_after += action.replacement.token_estimate
@@ -155,9 +156,7 @@ def keep_all(transcript: Transcript) -> list[TurnAction]:
     are immutable, so every policy and chain member deciding over it can share them)."""
     keep: tuple[TurnAction, ...] | None = transcript._derived.get(("keep", None))
     if keep is None:
-        make = TurnAction._trusted
-        keep = transcript._derived[("keep", None)] = tuple(
-            make(turn.turn_id, Action.KEEP) for turn in transcript.turns)
+        keep = transcript._derived[("keep", None)] = keep_actions(transcript.turns)
     return list(keep)
 
 

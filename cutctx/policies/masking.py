@@ -50,7 +50,8 @@ class ObservationMaskingPolicy:
         require_satisfiable(budget, structure)
         actions = keep_all(transcript)
         turns = transcript.turns
-        tool_positions = [p for p, turn in enumerate(turns) if turn.role is Role.TOOL]
+        tool = Role.TOOL
+        tool_positions = [p for p, turn in enumerate(turns) if turn.role is tool]
         spared = self.keep_recent_results
         candidates = tool_positions[: len(tool_positions) - spared] if spared else tool_positions
         total = transcript.token_estimate()
@@ -59,6 +60,7 @@ class ObservationMaskingPolicy:
         stub_for = self.stub_for
         estimate_tokens = self.estimator.estimate_tokens
         stubbed = False
+        mask, checked, trusted = Action.MASK, TurnReplacement._checked, TurnAction._trusted
         for position in candidates:
             if total <= max_tokens:
                 break
@@ -69,9 +71,8 @@ class ObservationMaskingPolicy:
             estimate = estimate_tokens(stub)
             if estimate < turn.token_estimate:
                 stubbed = True
-                replacement = TurnReplacement._checked(stub, estimate)
-                actions[position] = TurnAction._trusted(turn.turn_id, Action.MASK,
-                                                        replacement=replacement)
+                actions[position] = trusted(turn.turn_id, mask,
+                                            replacement=checked(stub, estimate))
                 total -= turn.token_estimate - estimate
         ratio = None
         if stubbed and self._default_estimator and isinstance(self.estimator, CharRatioEstimator):
