@@ -10,16 +10,17 @@ a stub renders the same bytes on every call.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from .actions import Excerpt
 from .estimator import TokenEstimator
+from .transcript import Transcript
 
-__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Lines", "choose", "digest", "digest_ranges",
-           "identifier_ranges", "identifiers", "lines_of"]
+__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Found", "Lines", "TextFacts", "choose", "digest",
+           "digest_ranges", "identifier_ranges", "identifiers", "lines_of", "share_text_facts",
+           "text_facts"]
 
 DIGEST_STYLES = ("lines", "identifiers")
 
@@ -351,20 +352,62 @@ _TOKEN = re.compile(r"(?<![\w./-])(?=[\w./-]*[0-9_./A-Z-])[\w./-]+")
 """Runs of the characters identifiers are made of that hold more than lowercase letters: only
 those are searched (most of a text is plain words, and one pattern per run is cheaper than one
 per place)."""
+_TOKEN_CLASS = bytes(ord("S") if chr(byte) in "0123456789_./-" or chr(byte).isupper()
+                     else ord("w") if chr(byte).islower() else ord(" ")
+                     for byte in range(128)) + b" " * 128
+"""For ASCII: the characters a ``_TOKEN`` run needs one of (``S``), its lowercase letters
+(``w``), and the characters that end a run (`` ``)."""
 
 
-@functools.lru_cache(maxsize=4096)
-def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
+Found = tuple[tuple[int, int, str], ...]
+"""Identifiers as ``(start, end, kind)``, in order."""
+
+
+@dataclass(slots=True)
+class TextFacts:
+    """What one caller's decisions found in texts, by text: their identifiers, and the names
+    later turns may refer back to (``_references``). Kept in the caller's transcript's derived
+    facts and shared with the views a chain plans over it (which hold the same texts), so every
+    member and every decision over that transcript reads each text once, and all of it goes when
+    the caller lets the transcript go: never in a process-wide cache, which would keep one
+    tenant's text after its request."""
+
+    identifiers: dict[str, Found] = field(default_factory=dict)
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+_TEXT_FACTS = ("text facts", None)
+
+
+def text_facts(transcript: Transcript) -> TextFacts:
+    """The facts found so far in ``transcript``'s texts (made empty on first use)."""
+    found: TextFacts | None = transcript._derived.get(_TEXT_FACTS)
+    if found is None:
+        found = transcript._derived[_TEXT_FACTS] = TextFacts()
+    return found
+
+
+def share_text_facts(source: Transcript, view: Transcript) -> Transcript:
+    """``view`` (a transcript planned over in ``source``'s place, holding its texts) reading
+    and adding to ``source``'s text facts."""
+    view._derived[_TEXT_FACTS] = text_facts(source)
+    return view
+
+
+def identifiers(content: str, known: dict[str, Found] | None = None) -> Found:
     """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
-    code, path, symbol or number). Clip markers are left out. Remembered for the last few
-    thousand texts: a compaction asks for the same results' identifiers in every projection."""
+    code, path, symbol or number). Clip markers are left out. ``known``: what was found before
+    in the same caller's texts (``TextFacts.identifiers``), read and added to."""
+    if known is not None:
+        found = known.get(content)
+        if found is None:
+            found = known[content] = identifiers(content)
+        return found
     out: list[tuple[int, int, str]] = []
     search = _IDENTIFIER.finditer
-    for token in _TOKEN.finditer(content):
-        text = token.group()
+    for base, text in _tokens(content):
         if text.isalpha() and text[1:].islower():
             continue  # a capitalised plain word: "Found"
-        base = token.start()
         for match in search(text):
             kind = match.lastgroup
             assert kind is not None
@@ -374,6 +417,25 @@ def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(out)
 
 
+def _tokens(content: str) -> Iterator[tuple[int, str]]:
+    """``_TOKEN``'s matches as ``(start, text)``. An ASCII text is read as classes in a copy of
+    the same length (``_TOKEN_CLASS``): each run holding more than lowercase letters is found
+    from one such character by ``bytes.find``, not by trying the pattern at every place."""
+    if not content.isascii():
+        for token in _TOKEN.finditer(content):
+            yield token.start(), token.group()
+        return
+    classes = content.encode("ascii").translate(_TOKEN_CLASS)
+    find, rfind, size = classes.find, classes.rfind, len(classes)
+    at = find(b"S")
+    while at >= 0:
+        start = rfind(b" ", 0, at) + 1
+        end = find(b" ", at)
+        end = size if end < 0 else end
+        yield start, content[start:end]
+        at = find(b"S", end)
+
+
 def _in_marker(content: str, position: int) -> bool:
     """Whether ``position`` lies on a clip marker's line."""
     line_start = content.rfind("\n", 0, position) + 1
@@ -381,16 +443,18 @@ def _in_marker(content: str, position: int) -> bool:
     return head.lstrip().startswith(_CLIP_MARKER)
 
 
-def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator,
+                      known: dict[str, Found] | None = None) -> Excerpt:
     """Where the identifiers a digest keeps stand in ``content``: each distinct one once (its
     first occurrence; an error type with the rest of its line), chosen by kind (errors, codes,
     paths, symbols, numbers), then by how often it occurs, then by position, while within
-    ``max_tokens``; one contained in another already chosen is left out. In order."""
+    ``max_tokens``; one contained in another already chosen is left out. In order. ``known``:
+    as for ``identifiers``."""
     if max_tokens <= 0:
         return ()
     first: dict[str, tuple[int, int, str]] = {}
     counts: dict[str, int] = {}
-    for start, end, kind in identifiers(content):
+    for start, end, kind in identifiers(content, known):
         if kind == "error":
             line_end = content.find("\n", end)
             line_end = len(content) if line_end < 0 else line_end

@@ -6,7 +6,10 @@ transcript position and never from a dict's or set's iteration.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from typing import cast
 
 from .errors import BudgetUnsatisfiable, ValidationError
 from .transcript import CompactionBudget, Role, Transcript
@@ -50,37 +53,32 @@ class Structure:
         count = len(turns)
         first_protected = count - min(protected_recent_turns, count)
         system = Role.SYSTEM
-        untouchable: list[bool] = []
-        whole: list[bool] = []
-        untouchable_tokens = 0
+        whole = [turn.role is system or turn.pinned for turn in turns]
+        untouchable = whole[:first_protected] + [True] * (count - first_protected)
+        fixed = list(compress(range(count), untouchable))  # few: system, pinned, recent
         by_call_id: dict[str, int] = {}
-        members: list[list[int]] = []
+        members: list[Sequence[int]] = []
         exchange_of: list[int] = []
-        for position, turn in enumerate(turns):
-            kept_as_is = turn.role is system or turn.pinned
-            fixed = kept_as_is or position >= first_protected
-            untouchable.append(fixed)
-            whole.append(kept_as_is)
-            if fixed:
-                untouchable_tokens += turn.token_estimate
-            call_id = turn.tool_call_id
-            index = -1 if call_id is None else by_call_id.get(call_id, -1)
-            if index == -1:
-                index = len(members)
-                if call_id is not None:
-                    by_call_id[call_id] = index
-                members.append([position])
+        add_index, add_members = exchange_of.append, members.append
+        for position, call_id in enumerate([turn.tool_call_id for turn in turns]):
+            if call_id is None:  # a turn of its own
+                add_index(len(members))
+                add_members((position,))
+                continue
+            index = by_call_id.get(call_id)
+            if index is None:
+                index = by_call_id[call_id] = len(members)
+                add_members([position])
             else:
-                members[index].append(position)
-            exchange_of.append(index)
+                cast(list[int], members[index]).append(position)
+            add_index(index)
         removable = [True] * len(members)
-        for position, fixed in enumerate(untouchable):
-            if fixed:
-                removable[exchange_of[position]] = False
-        exchanges = tuple(tuple(group) for group in members)
+        for position in fixed:
+            removable[exchange_of[position]] = False
+        exchanges = tuple(map(tuple, members))
         return cls(tuple(untouchable), tuple(whole), tuple(exchange_of), exchanges,
-                   tuple(removable),
-                   tuple(group for group in exchanges if len(group) > 1), untouchable_tokens)
+                   tuple(removable), tuple(group for group in exchanges if len(group) > 1),
+                   sum(turns[position].token_estimate for position in fixed))
 
     def removable(self, position: int) -> bool:
         """Whether the turn at ``position`` may be dropped or summarized."""

@@ -71,14 +71,24 @@ class CompactionPlan:
         raise ValidationError("no action for turn id", {"turn_id": turn_id})
 
 
+_VALUES = {action: action.value for action in Action}
+_KEEP_HEAD = '{"action":"keep","replacement":null,"summary_group":null,"turn_id":'
+
+
 def _plan_json(plan: CompactionPlan) -> str:
     """``canonical_json(plan.to_dict())``, written out directly: the plan's shape is fixed, so
     keys are emitted in sorted order without building and sorting 10k small dicts.
     ``tests/test_engine_formats.py`` checks it against the generic form."""
     quote = encode_basestring
-    actions = []
+    actions: list[str] = []
+    append = actions.append
+    keep = Action.KEEP
     for action in plan.actions:
+        kind = action.action
         replacement = action.replacement
+        if kind is keep and replacement is None and action.summary_group is None:
+            append(_KEEP_HEAD + quote(action.turn_id) + "}")  # most of a plan
+            continue
         if replacement is None:
             body = "null"
         elif not replacement.excerpt and replacement.refers_to is None:  # 0.1.0's form
@@ -87,8 +97,8 @@ def _plan_json(plan: CompactionPlan) -> str:
         else:
             body = dumps_normalized(replacement.to_dict())
         group = "null" if action.summary_group is None else quote(action.summary_group)
-        actions.append(f'{{"action":"{action.action.value}","replacement":{body},'
-                       f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
+        append(f'{{"action":"{_VALUES[kind]}","replacement":{body},'
+               f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
     requests = [
         f'{{"group_id":{quote(r.group_id)},"prompt_id":{quote(r.prompt_id)},'
         f'"target_tokens":{int(r.target_tokens)},'

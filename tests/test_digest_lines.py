@@ -112,3 +112,18 @@ def test_case_folds_name_every_other_character_a_letter_matches() -> None:
     assert folds == {char for char, _letter in _CASE_FOLDS}
     for char, ascii_letter in _CASE_FOLDS:
         assert re.fullmatch(f"(?i){ascii_letter}", char)
+
+
+# --- identifiers: the runs worth searching, found from a copy of character classes -----------
+
+ASCII_TEXT = st.text(alphabet="abcfxyzXYZE019_./-:()[]'\"=, \n\t#@?\\", max_size=80)
+
+
+def _tokens_by_pattern(text: str) -> list[tuple[int, str]]:
+    return [(match.start(), match.group()) for match in _digest._TOKEN.finditer(text)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, texts()))
+def test_identifier_runs_are_those_the_token_pattern_finds(text: str) -> None:
+    assert list(_digest._tokens(text)) == _tokens_by_pattern(text)

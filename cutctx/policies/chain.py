@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .._digest import share_text_facts
 from .._replaced import REFERS_TO_KEY, is_final, source_ranges
 from .._structure import Structure
 from ..actions import REPLACING_ACTIONS, Action, SummarizationRequest, TurnAction, TurnReplacement
@@ -67,7 +68,7 @@ class _Decisions:
                     target = self.requests[group][0]
                     turns.append(TranscriptTurn("summary:" + group, Role.ASSISTANT, "", target))
                     sources.append([position])
-        return Transcript(tuple(turns)), sources
+        return share_text_facts(self.transcript, Transcript(tuple(turns))), sources
 
     def absorb(self, plan: CompactionPlan, sources: list[list[int]] | None) -> None:
         """Carry a member's decisions over the projection back to the real turns."""
