@@ -59,13 +59,13 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(texts())
 def test_the_lines_found_are_those_a_plain_search_finds(text: str) -> None:
     assert lines_of(text) == reference_lines(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(texts())
 def test_pieces_of_any_size_find_the_same_lines(text: str) -> None:
     with pytest.MonkeyPatch.context() as patch:
@@ -123,7 +123,7 @@ def _tokens_by_pattern(text: str) -> list[tuple[int, str]]:
     return [(match.start(), match.group()) for match in _digest._TOKEN.finditer(text)]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(ASCII_TEXT, texts()))
 def test_identifier_runs_are_those_the_token_pattern_finds(text: str) -> None:
     assert list(_digest._tokens(text)) == _tokens_by_pattern(text)
