@@ -59,8 +59,9 @@ def validate_plan(plan: PlanFields, transcript: Transcript, budget: CompactionBu
     if _validated_before(plan, transcript, budget):
         return
     structure = Structure.of(transcript, budget)
-    if _passes_all(plan, transcript, structure, budget):
-        require_satisfiable(budget, structure, _clipped_savings(plan, transcript, structure))
+    saved = _one_pass(plan, transcript, structure, budget)
+    if saved is not None:
+        require_satisfiable(budget, structure, saved)
         transcript._derived[_VALIDATED] = (plan.actions, plan.summarization_requests,
                                            plan.tokens_before, plan.tokens_after_estimate,
                                            plan.budget_unmet, budget)
@@ -122,16 +123,24 @@ def _passes_all(
     Plans are built on every decide (a chain builds several), so the valid case must be cheap;
     a False answer only sends the plan through the rule-by-rule checks, which say what is wrong.
     """
+    return _one_pass(plan, transcript, structure, budget) is not None
+
+
+def _one_pass(
+    plan: PlanFields, transcript: Transcript, structure: Structure, budget: CompactionBudget
+) -> int | None:
+    """``_passes_all``'s pass, which also adds up what the plan's clips of untouchable (recent)
+    turns take off them (``_clipped_savings``): that sum, or None if a rule is broken."""
     actions = plan.actions
     turns = transcript.turns
     if len(actions) != len(turns):
-        return False
-    keep, clip = Action.KEEP, Action.CLIP
-    after = 0
+        return None
+    keep, clip, system, action_type = Action.KEEP, Action.CLIP, Role.SYSTEM, TurnAction
+    after = saved = 0
     groups: dict[str, list[str]] = {}
     for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
-        if type(action) is not TurnAction or action.turn_id != turn.turn_id:
-            return False
+        if type(action) is not action_type or action.turn_id != turn.turn_id:
+            return None
         if action.summary_group is not None:
             groups.setdefault(action.summary_group, []).append(action.turn_id)
         kind = action.action
@@ -139,22 +148,27 @@ def _passes_all(
             after += turn.token_estimate
             continue
         replacement = action.replacement
-        if untouchable and (kind is not clip or turn.role is Role.SYSTEM or turn.pinned):
-            return False
+        if untouchable:
+            if kind is not clip or turn.role is system or turn.pinned:
+                return None
+            if replacement is not None:
+                saved += max(0, turn.token_estimate - replacement.token_estimate)
         if kind in REPLACING_ACTIONS:
             if replacement is None or (replacement.excerpt
                                        and replacement.excerpt[-1][1] > len(turn.content)):
-                return False
+                return None
             after += replacement.token_estimate
     if structure.shared_exchanges and not _exchanges_whole(actions, structure):
-        return False
+        return None
     if groups or plan.summarization_requests:
         if not _requests_match(plan.summarization_requests, groups, transcript):
-            return False
+            return None
         after += sum(request.target_tokens for request in plan.summarization_requests)
-    return (plan.tokens_before == transcript.token_estimate()
+    if (plan.tokens_before == transcript.token_estimate()
             and plan.tokens_after_estimate == after
-            and plan.budget_unmet == (after > budget.max_tokens))
+            and plan.budget_unmet == (after > budget.max_tokens)):
+        return saved
+    return None
 
 
 def _clipped_savings(plan: PlanFields, transcript: Transcript,
