@@ -11,7 +11,7 @@ a stub renders the same bytes on every call.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .actions import Excerpt
@@ -160,6 +160,8 @@ _DIGIT_CLASS = bytes(ord("d") if chr(byte) in "0123456789?" else byte if byte ==
                      else ord(" ") for byte in range(256))
 """Digits as ``d``, lines kept; ``?`` too (what the ASCII copy made of other characters,
 among them other scripts' digits)."""
+_LONG_LINE = 2048
+"""Lines longer than this on average are tried one by one rather than searched for places."""
 _LINE_COST = 16
 """Trying a line with ``_CODE`` costs about as much as this many separators looked at."""
 _SAMPLE = 4096
@@ -254,15 +256,20 @@ def _matching_lines(content: str, pattern: re.Pattern[str],
                     places: Callable[[str], list[int]]) -> tuple[Span, ...]:
     """The lines where ``pattern`` first matches within their first ``LINE_CHARS`` characters
     (at most ``_SEEN``, in order); ``places`` finds, in a piece of whole lines, a superset of
-    where the pattern matches, so only the lines holding one are tried."""
+    where the pattern matches, so only the lines holding one are tried. A piece of long lines
+    (minified JSON, one-line logs) has each line tried instead: a try reads a line's first
+    characters only, a search for places all of it."""
     out: list[Span] = []
     size = len(content)
     start = 0
     while start < size and len(out) < _SEEN:
         end = content.find("\n", start + _PIECE) + 1 or size
+        if end - start > _LONG_LINE * (content.count("\n", start, end) + 1):
+            found: Iterable[int] = _line_starts(content, start, end)
+        else:
+            found = [at + start for at in sorted(places(content[start:end]))]
         next_line = start
-        for at in sorted(places(content[start:end])):
-            at += start
+        for at in found:
             if at < next_line:
                 continue
             line_start = content.rfind("\n", start, at) + 1 or start
@@ -276,6 +283,16 @@ def _matching_lines(content: str, pattern: re.Pattern[str],
                     break
         start = end
     return tuple(out)
+
+
+def _line_starts(content: str, start: int, end: int) -> Iterator[int]:
+    """Where each line of ``content[start:end]`` (whole lines) begins."""
+    while start < end:
+        yield start
+        line_end = content.find("\n", start, end)
+        if line_end < 0:
+            return
+        start = line_end + 1
 
 
 def _first_match_within(content: str, pattern: re.Pattern[str], line_start: int,

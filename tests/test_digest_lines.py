@@ -59,6 +59,15 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@settings(max_examples=100, deadline=None)
+@given(texts())
+def test_lines_tried_one_by_one_are_those_found_by_places(text: str) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_digest, "_PIECE", 40)
+        patch.setattr(_digest, "_LONG_LINE", 0)  # every piece counts as long lines
+        assert lines_of(text) == reference_lines(text)
+
+
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_the_lines_found_are_those_a_plain_search_finds(text: str) -> None:
