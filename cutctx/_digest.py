@@ -153,6 +153,9 @@ _SALIENT_WORDS = tuple(word.encode() for word in (
     "error", "exception", "traceback", "fail", "warn", "assert", "passed", "success", "result",
     "total", "summary", "status", "exit code", "returned", "found"))
 """A match of ``_SALIENT`` holds one of these, lowercased."""
+_SALIENT_WORDS_LETTERS = tuple((word, frozenset(bytes([byte]) for byte in word))
+                               for word in _SALIENT_WORDS)
+_SALIENT_LETTERS = frozenset().union(*(letters for _word, letters in _SALIENT_WORDS_LETTERS))
 _HEX_CLASS = bytes(ord("h") if chr(byte) in "0123456789abcdef" else byte if byte == 10
                    else ord(" ") for byte in range(256))
 """Hex digits as ``h``, lines kept: ``_CODE``'s hashes are eight of them in a row."""
@@ -198,8 +201,13 @@ def _salient_places(piece: str) -> list[int]:
             if char in piece:
                 piece = piece.replace(char, letter)
     lowered = piece.encode("ascii", "replace").lower()
+    # A keyword with a letter the piece lacks is not looked for (a letter is found at memchr
+    # speed, a keyword is not).
+    absent = {letter for letter in _SALIENT_LETTERS if letter not in lowered}
     places: list[int] = []
-    for word in _SALIENT_WORDS:
+    for word, letters in _SALIENT_WORDS_LETTERS:
+        if absent and not absent.isdisjoint(letters):
+            continue
         found = _first_on_each_line(lowered, word, len(lowered))
         assert found is not None
         places += found
