@@ -137,6 +137,7 @@ def _one_pass(
         return None
     keep, clip, system, action_type = Action.KEEP, Action.CLIP, Role.SYSTEM, TurnAction
     after = saved = 0
+    removes = False
     groups: dict[str, list[str]] = {}
     for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
         if type(action) is not action_type or action.turn_id != turn.turn_id:
@@ -158,7 +159,10 @@ def _one_pass(
                                        and replacement.excerpt[-1][1] > len(turn.content)):
                 return None
             after += replacement.token_estimate
-    if structure.shared_exchanges and not _exchanges_whole(actions, structure):
+        else:
+            removes = True
+    # Only a plan that removes turns can split an exchange (a stub or clip keeps its turn).
+    if removes and structure.shared_exchanges and not _exchanges_whole(actions, structure):
         return None
     if groups or plan.summarization_requests:
         if not _requests_match(plan.summarization_requests, groups, transcript):
