@@ -82,8 +82,7 @@ class ObservationMaskingPolicy:
                         else estimate_tokens(stub))
             if estimate < turn.token_estimate:
                 stubbed = True
-                actions[position] = trusted(turn.turn_id, mask,
-                                            replacement=checked(stub, estimate))
+                actions[position] = trusted(turn.turn_id, mask, None, checked(stub, estimate))
                 total -= turn.token_estimate - estimate
         ratio = None
         if stubbed and self._default_estimator and isinstance(self.estimator, CharRatioEstimator):
