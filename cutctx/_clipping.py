@@ -126,8 +126,9 @@ def plan_clip(
     digest = sha256_text(content) if original_sha256 is None else original_sha256
     text_chars = len(content) - sum(atom.end - atom.start for atom in atoms)
     per_token = max(text_chars, 1) / max(1, token_estimate - sum(a.tokens for a in atoms))
+    newlines = content.count("\n")
     marker_tokens = estimator.estimate_tokens(
-        clip_marker(tokens, content.count("\n") + 1, tokens, digest, subject))
+        clip_marker(tokens, newlines + 1, tokens, digest, subject))
     room = max_tokens - marker_tokens
     if room <= 0:
         return None
@@ -138,7 +139,8 @@ def plan_clip(
         if spent + atom.tokens <= room - text_floor:
             kept_atoms.append(atom)
             spent += atom.tokens
-    shape = _Shape(content, atoms, tuple(kept_atoms), per_token, tokens, digest, subject)
+    shape = _Shape(content, atoms, tuple(kept_atoms), per_token, tokens, digest, subject,
+                   newlines)
     best: Clip | None = None
     low, high = -1, text_chars + 1  # the most characters known to fit, the fewest known not to
     chars = min(text_chars, max(0, int((room - spent) * per_token)))
@@ -174,6 +176,8 @@ class _Shape:
     tokens: int
     digest: str
     subject: str
+    newlines: int
+    """How many line breaks ``content`` holds (counted once for every cut tried)."""
     _lines: list[Lines] = field(default_factory=list)
 
     def _cut(self, ends: int, salient: int, estimator: TokenEstimator
@@ -220,7 +224,7 @@ class _Shape:
         cut = [atom for atom in atoms if atom not in whole]
         kept_chars = sum(b - a for a, b in excerpt)
         elided_chars = len(content) - kept_chars - sum(atom.end - atom.start for atom in cut)
-        elided_lines = max(0, content.count("\n") + 1 - sum(
+        elided_lines = max(0, self.newlines + 1 - sum(
             content.count("\n", a, b) + 1 for a, b in excerpt if b > a))
         marker = clip_marker(round(max(0, elided_chars) / self.per_token), elided_lines,
                              self.tokens, self.digest, self.subject, _named(content, cut),
