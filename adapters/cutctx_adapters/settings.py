@@ -25,12 +25,17 @@ from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, Validatio
 
 from .counting import chosen_estimator, prompt_budget
 from .fulfil import AnySummarizer, SummaryCache
-from .history import ObservationRule, PinSpec
+from .history import Conversion, ObservationRule, PinSpec
 from .planning import (
     DigestStyle,
     GiveWay,
+    Job,
     OnSummaryError,
     PolicyOptions,
+    deferral,
+    deferred_budget,
+    resolve_budget,
+    start,
 )
 from .reports import CallReport
 from .stores import Store
@@ -38,6 +43,7 @@ from .stores import Store
 __all__ = [
     "CompactKeywords",
     "CompactionSettings",
+    "Goal",
     "PlanKeywords",
     "PlanningKeywords",
     "PrefixCheck",
@@ -46,8 +52,10 @@ __all__ = [
     "SettingsKeywords",
     "budget_or_window",
     "fraction_or_tokens",
+    "goal_of",
     "planning_settings",
     "settings_of",
+    "started",
 ]
 
 PrefixCheck = Literal["identity", "content"]
@@ -454,3 +462,42 @@ def settings_of(options: Mapping[str, Any], where: str,
     keywords = {name: value for name, value in options.items()
                 if name not in request and name != "settings"}
     return planning_settings(options.get("settings"), keywords, where)
+
+
+# --- a format's plan, from the settings ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """What a ``plan`` call plans toward: its budget, its summarizer, and why its history is
+    left to the provider's own compaction (None: it is not)."""
+
+    budget: int | CompactionBudget
+    summarizer: AnySummarizer | None
+    deferred: str | None = None
+
+
+def goal_of(settings: CompactionSettings, budget: int | CompactionBudget | None,
+            model: str | None, request: Mapping[str, Any] | None = None,
+            server_compaction: Callable[[Mapping[str, Any]], str | None] | None = None) -> Goal:
+    """``budget`` (else the model's window less ``reserve``) and the settings' summarizer;
+    when ``server_compaction`` says the ``request`` turns the provider's compaction on (and
+    ``defer_to_server``), the model's own budget and no summarizer."""
+    goal = budget_or_window(budget, settings, model)
+    deferred = (None if server_compaction is None else
+                deferral(request or {}, server_compaction, settings.defer_to_server))
+    if deferred is None:
+        return Goal(goal, settings.summarizer)
+    return Goal(deferred_budget(goal, model, settings.reserve), None, deferred)
+
+
+def started(conversion: Conversion[Any], settings: CompactionSettings, goal: Goal, *,
+            overhead: int, estimator: TokenEstimator,
+            result_fields: Callable[[Any], Mapping[str, Any]], **planning: Any) -> Job:
+    """A format's job: its history planned toward ``goal`` less ``overhead``, with the
+    settings' policy, protection and chain options (``planning``: the format's own ``start``
+    keywords)."""
+    return start(conversion, resolve_budget(goal.budget, overhead, settings.keep_recent),
+                 policy=settings.policy, summarizer=goal.summarizer, estimator=estimator,
+                 overhead=overhead, result_fields=result_fields, options=settings,
+                 deferred=goal.deferred, **planning)

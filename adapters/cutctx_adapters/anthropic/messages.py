@@ -37,30 +37,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, Role, TokenEstimator, ValidationError
+from cutctx import TokenEstimator, ValidationError
 
 from ..counting import CalibratedEstimator, estimator_for, scale_to_total
-from ..history import BOUNDARY_KIND, SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
+from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from ..planning import (
     FormatResult,
     HistoryFormat,
     Job,
     acompacted,
     compacted,
-    deferral,
-    deferred_budget,
     given,
     reply_allowance,
-    resolve_budget,
     server_held,
-    start,
+    with_room_for_note,
 )
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
     PlanKeywords,
-    budget_or_window,
+    goal_of,
     settings_of,
+    started,
 )
 from ._codec import (
     DEFAULT_MODEL,
@@ -210,55 +208,26 @@ def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking:
 
 def _job(prepared: _Prepared, settings: CompactionSettings, options: MessagesKeywords) -> Job:
     model = options.get("model", DEFAULT_MODEL)
-    budget = budget_or_window(options.get("budget"), settings, model)
+    goal = goal_of(settings, options.get("budget"), model,
+                   {"context_management": options.get("context_management")},
+                   _server_compaction)
     conv = conversion_of(prepared.request, prepared.parts, settings.pin,
-                       options.get("summary_role", "user"), settings.keep_task,
-                       prepared.estimator.estimate_tokens)
-    summarizer = settings.summarizer
-    deferred = deferral({"context_management": options.get("context_management")},
-                        _server_compaction, settings.defer_to_server)
-    if deferred is not None:
-        budget, summarizer = deferred_budget(budget, model, settings.reserve), None
+                         options.get("summary_role", "user"), settings.keep_task,
+                         prepared.estimator.estimate_tokens)
 
     def begin(extra: int) -> Job:
-        return start(
-            conv,
-            resolve_budget(budget, prepared.overhead + extra, settings.keep_recent),
-            policy=settings.policy,
-            summarizer=summarizer,
-            estimator=prepared.estimator,
-            overhead=prepared.overhead + extra,
-            result_fields=lambda rendered: {"system": rendered[0], "messages": rendered[1]},
-            options=settings,
-            stub_pad=prepared.stub_pad,
-            measure=prepared.measure,
-            drop_covered=True,  # the API takes a compaction only as the first block
-            deferred=deferred,
-        )
+        return started(conv, settings, goal, overhead=prepared.overhead + extra,
+                       estimator=prepared.estimator,
+                       result_fields=lambda rendered: {"system": rendered[0],
+                                                       "messages": rendered[1]},
+                       stub_pad=prepared.stub_pad, measure=prepared.measure,
+                       drop_covered=True)  # the API takes a compaction only as the first block
 
-    job = begin(0)
-    if _leaves_assistant_first(job, conv):
-        # The rendering will put a user note first: plan again with room for it (it then
-        # counts in the overhead, so the request as sent stays within the budget).
+    def note_tokens() -> int:
         note = {"role": "user", "content": [{"type": "text", "text": OMITTED_NOTE}]}
-        job = begin(math.ceil(prepared.counter.message(note) * prepared.ratio))
-    return job
+        return math.ceil(prepared.counter.message(note) * prepared.ratio)
 
-
-def _leaves_assistant_first(job: Job, conv: Conversion[Rendered]) -> bool:
-    """Whether the plan drops the leading user message(s) and keeps an assistant one first
-    (a compaction block opens the request instead, when there is one: nothing goes before
-    it)."""
-    codec = conv.codec
-    if not isinstance(codec, MessagesCodec) or not codec.starts_with_user or any(
-            conv.parts[action.turn_id].kind == BOUNDARY_KIND for action in job.plan.actions):
-        return False
-    for action in job.plan.actions:
-        part = conv.parts[action.turn_id]
-        if part.kind == "system" or action.action is Action.DROP:
-            continue
-        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
-    return False
+    return with_room_for_note(begin, conv, note_tokens)
 
 
 def count_tokens(

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import Action, CompactionBudget, Role, TokenEstimator, Transcript, ValidationError
+from cutctx import TokenEstimator, Transcript, ValidationError
 
 from ..history import KIND_KEY, SUMMARY_HEADER, Conversion, plain_tools
 from ..planning import (
@@ -38,16 +38,17 @@ from ..planning import (
     compacted,
     given,
     reply_allowance,
-    resolve_budget,
     server_held,
-    start,
+    with_room_for_note,
 )
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
+    Goal,
     PlanKeywords,
-    budget_or_window,
+    goal_of,
     settings_of,
+    started,
 )
 from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
 from ._reading import (
@@ -147,47 +148,24 @@ def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
                       conv.reading)
 
 
-def _job(prepared: _Prepared, budget: int | CompactionBudget,
-         settings: CompactionSettings) -> Job:
+def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> Job:
     conv = conversion_of(prepared.contents, prepared.as_string, prepared.conversion_parts,
                          prepared.reading, settings.pin, settings.keep_task,
                          prepared.counter.text)
+    budget = goal.budget
 
     def begin(extra: int) -> Job:
         overhead = prepared.overhead + extra
-        goal = budget if isinstance(budget, int) else budget.max_tokens + overhead
-        return start(
-            protect(conv, goal - overhead),
-            resolve_budget(budget, overhead, settings.keep_recent),
-            policy=settings.policy,
-            summarizer=settings.summarizer,
-            estimator=prepared.counter.text_estimator,
-            overhead=overhead,
-            result_fields=lambda rendered: {},
-            options=settings,
-            stub_pad=CONTENT_TOKENS + CALL_TOKENS,
-            measure=prepared.measure,
-        )
+        room = budget if isinstance(budget, int) else budget.max_tokens + overhead
+        return started(protect(conv, room - overhead), settings, goal, overhead=overhead,
+                       estimator=prepared.counter.text_estimator,
+                       result_fields=lambda rendered: {},
+                       stub_pad=CONTENT_TOKENS + CALL_TOKENS, measure=prepared.measure)
 
-    job = begin(0)
-    if _leaves_model_first(job, conv):
-        # The rendering will put a user note first: plan again with room for it.
-        note = {"role": "user", "parts": [{"text": OMITTED_NOTE}]}
-        job = begin(prepared.counter.content(note))
-    return job
+    def note_tokens() -> int:
+        return prepared.counter.content({"role": "user", "parts": [{"text": OMITTED_NOTE}]})
 
-
-def _leaves_model_first(job: Job, conv: Conversion[Rendered]) -> bool:
-    """Whether the plan drops the leading user content(s) and keeps a model one first."""
-    codec = conv.codec
-    if not isinstance(codec, ContentsCodec) or not codec.starts_with_user:
-        return False
-    for action in job.plan.actions:
-        if action.action is Action.DROP:
-            continue
-        part = conv.parts[action.turn_id]
-        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
-    return False
+    return with_room_for_note(begin, conv, note_tokens)
 
 
 def text_estimator(model: str | None = DEFAULT_MODEL) -> TokenEstimator:
@@ -239,7 +217,7 @@ def plan(contents: Any, **options: Unpack[ContentsKeywords]) -> Job:
     model = options.get("model", DEFAULT_MODEL)
     prepared = _prepare(contents, options.get("config"), model, chosen.estimator,
                         options.get("calibration"), options.get("tools"))
-    return _job(prepared, budget_or_window(options.get("budget"), chosen, model), chosen)
+    return _job(prepared, goal_of(chosen, options.get("budget"), model), chosen)
 
 
 @dataclass(frozen=True, slots=True)

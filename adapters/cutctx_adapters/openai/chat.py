@@ -43,10 +43,14 @@ from ..planning import (
     compacted,
     given,
     reply_allowance,
-    resolve_budget,
-    start,
 )
-from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
+from ..settings import (
+    CompactKeywords,
+    PlanKeywords,
+    goal_of,
+    settings_of,
+    started,
+)
 from ._shared import NO_COUNT, OpenAICodec, plain_items
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
@@ -363,18 +367,10 @@ def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:
                          summary_role=options.get("summary_role", "user"),
                          keep_task=chosen.keep_task)
     overhead = overhead_tokens(options.get("tools"), counter)
-    budget = budget_or_window(options.get("budget"), chosen, model)
-    return start(
-        conv,
-        resolve_budget(budget, overhead, chosen.keep_recent),
-        policy=chosen.policy,
-        summarizer=chosen.summarizer,
-        estimator=counter,
-        overhead=overhead,
-        result_fields=lambda rendered: {"messages": rendered},
-        options=chosen,
-        **_planning(conv, counter, overhead),
-    )
+    return started(conv, chosen, goal_of(chosen, options.get("budget"), model),
+                   overhead=overhead, estimator=counter,
+                   result_fields=lambda rendered: {"messages": rendered},
+                   **_planning(conv, counter, overhead))
 
 
 def _planning(_conv: Conversion[Any], estimator: TokenEstimator,

@@ -36,15 +36,17 @@ from ..planning import (
     Job,
     acompacted,
     compacted,
-    deferral,
-    deferred_budget,
     given,
     reply_allowance,
-    resolve_budget,
     server_held,
-    start,
 )
-from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
+from ..settings import (
+    CompactKeywords,
+    PlanKeywords,
+    goal_of,
+    settings_of,
+    started,
+)
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, Rendered, ResponsesCodec
 from ._responses_reading import Reading, as_message, checked_instructions, parts_of, plain_input
@@ -195,29 +197,18 @@ def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords])
     """
     chosen = settings_of(options, "responses.compact", _OWN)
     model = options.get("model", DEFAULT_MODEL)
-    goal, summarizer = budget_or_window(options.get("budget"), chosen, model), chosen.summarizer
     request = {"context_management": options.get("context_management"), "input": input_items}
-    deferred = deferral(request, _server_compaction, chosen.defer_to_server)
-    if deferred is not None:
-        goal, summarizer = deferred_budget(goal, model, chosen.reserve), None
+    goal = goal_of(chosen, options.get("budget"), model, request, _server_compaction)
     counter = chosen_estimator(chosen.estimator, model)
     conv = to_transcript(input_items, instructions=options.get("instructions"), model=model,
                          estimator=counter, pin=chosen.pin,
                          summary_role=options.get("summary_role", "user"),
                          keep_task=chosen.keep_task)
     overhead = overhead_tokens(options.get("tools"), counter, model)
-    return start(
-        conv,
-        resolve_budget(goal, overhead, chosen.keep_recent),
-        policy=chosen.policy,
-        summarizer=summarizer,
-        estimator=counter,
-        overhead=overhead,
-        result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        options=chosen,
-        deferred=deferred,
-        **_planning(conv, counter_for(counter, model), overhead),
-    )
+    return started(conv, chosen, goal, overhead=overhead, estimator=counter,
+                   result_fields=lambda rendered: {"instructions": rendered[0],
+                                                   "input": rendered[1]},
+                   **_planning(conv, counter_for(counter, model), overhead))
 
 
 def _planning(_conv: Conversion[Any], estimator: TokenEstimator,

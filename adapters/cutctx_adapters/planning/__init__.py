@@ -25,6 +25,7 @@ from ._pipeline import (
     start,
     stub_estimator,
     summary_check,
+    with_room_for_note,
 )
 from ._policy import (
     DEFAULT_DIGEST_TOKENS,
@@ -64,4 +65,5 @@ __all__ = [
     "start",
     "stub_estimator",
     "summary_check",
+    "with_room_for_note",
 ]

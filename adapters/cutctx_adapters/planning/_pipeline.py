@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from cutctx import (
     REPLACEMENT_KINDS,
+    Action,
     BudgetUnsatisfiable,
     CompactionBudget,
     CompactionExecutor,
@@ -30,7 +31,7 @@ from cutctx import (
 
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
-from ..history import KIND_KEY, Conversion, covered_turns, uncovered
+from ..history import BOUNDARY_KIND, KIND_KEY, Conversion, covered_turns, uncovered
 from ..prompts import SUMMARY_TOLERANCE, allowed_tokens
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
@@ -46,6 +47,7 @@ __all__ = [
     "start",
     "stub_estimator",
     "summary_check",
+    "with_room_for_note",
 ]
 
 
@@ -450,3 +452,31 @@ async def acompacted(plan: Callable[..., Job | Awaitable[Job]], history: Any,
         job = await job
     result = await arun(job, job.summarizer, options.get("summary_cache"))
     return narrowed(result, kind, planning.get("model", default_model))
+
+
+def leaves_assistant_first(job: Job, conversion: Conversion[Any]) -> bool:
+    """Whether ``job``'s plan drops the leading user message(s) of a history that opened with
+    one and keeps an assistant's first (a provider's compaction opens the request instead, when
+    there is one: nothing goes before it)."""
+    if not getattr(conversion.codec, "starts_with_user", False):
+        return False
+    parts = conversion.parts
+    if any(parts[action.turn_id].kind == BOUNDARY_KIND for action in job.plan.actions):
+        return False
+    for action in job.plan.actions:
+        part = parts[action.turn_id]
+        if part.role is Role.SYSTEM or action.action is Action.DROP:
+            continue
+        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
+    return False
+
+
+def with_room_for_note(begin: Callable[[int], Job], conversion: Conversion[Any],
+                       note_tokens: Callable[[], int]) -> Job:
+    """``begin(0)``'s job; planned again with ``note_tokens()`` more overhead when it leaves an
+    assistant's message first, which the rendering opens with a user note (the note then
+    counts, so the request as sent stays within the budget)."""
+    job = begin(0)
+    if leaves_assistant_first(job, conversion):
+        return begin(note_tokens())
+    return job
