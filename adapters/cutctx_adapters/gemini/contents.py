@@ -29,18 +29,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import TokenEstimator, Transcript, ValidationError
 
+from .. import planning
 from ..history import KIND_KEY, SUMMARY_HEADER, Conversion, plain_tools
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    given,
-    reply_allowance,
-    server_held,
-    with_room_for_note,
-)
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
@@ -148,13 +138,13 @@ def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
                       conv.reading)
 
 
-def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> Job:
+def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> planning.Job:
     conv = conversion_of(prepared.contents, prepared.as_string, prepared.conversion_parts,
                          prepared.reading, settings.pin, settings.keep_task,
                          prepared.counter.text)
     budget = goal.budget
 
-    def begin(extra: int) -> Job:
+    def begin(extra: int) -> planning.Job:
         overhead = prepared.overhead + extra
         room = budget if isinstance(budget, int) else budget.max_tokens + overhead
         return started(protect(conv, room - overhead), settings, goal, overhead=overhead,
@@ -165,7 +155,7 @@ def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> Job:
     def note_tokens() -> int:
         return prepared.counter.content({"role": "user", "parts": [{"text": OMITTED_NOTE}]})
 
-    return with_room_for_note(begin, conv, note_tokens)
+    return planning.with_room_for_note(begin, conv, note_tokens)
 
 
 def text_estimator(model: str | None = DEFAULT_MODEL) -> TokenEstimator:
@@ -202,7 +192,7 @@ class ContentsCompactKeywords(ContentsKeywords, CompactKeywords, total=False):
 _OWN = ("config", "calibration")
 
 
-def plan(contents: Any, **options: Unpack[ContentsKeywords]) -> Job:
+def plan(contents: Any, **options: Unpack[ContentsKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the contents get it minus what ``config`` spends
@@ -221,7 +211,7 @@ def plan(contents: Any, **options: Unpack[ContentsKeywords]) -> Job:
 
 
 @dataclass(frozen=True, slots=True)
-class ContentsResult(FormatResult):
+class ContentsResult(planning.FormatResult):
     """``compact``'s result: ``contents`` ready for ``client.models.generate_content`` with the
     same ``config``."""
 
@@ -235,12 +225,12 @@ class ContentsResult(FormatResult):
 def compact(contents: Any, **options: Unpack[ContentsCompactKeywords]) -> ContentsResult:
     """Compact Gemini ``contents`` to ``budget`` prompt tokens; ``result.contents`` is ready to
     send with the same ``config``. See ``plan`` for the settings."""
-    return compacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
+    return planning.compacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
 
 
 async def acompact(contents: Any, **options: Unpack[ContentsCompactKeywords]) -> ContentsResult:
     """``compact`` with an async (or sync) summarizer."""
-    return await acompacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
+    return await planning.acompacted(plan, contents, options, ContentsResult, DEFAULT_MODEL)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -248,9 +238,9 @@ async def acompact(contents: Any, **options: Unpack[ContentsCompactKeywords]) ->
 
 
 def _request_overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
-    model = given(request.get("model"))
+    model = planning.given(request.get("model"))
     counter = GeminiTokenCounter(estimator, model=model if isinstance(model, str) else None)
-    return _overhead(counter, read_config(given(request.get("config"))))
+    return _overhead(counter, read_config(planning.given(request.get("config"))))
 
 
 def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
@@ -265,8 +255,8 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     """What a session sends as it is: an SDK shorthand it does not read (a single content or
     part, a list of bare parts), a history the server holds."""
-    if given(request.get("previous_interaction_id")) is not None:
-        return server_held("previous_interaction_id")
+    if planning.given(request.get("previous_interaction_id")) is not None:
+        return planning.server_held("previous_interaction_id")
     if "input" in request:
         return "an Interactions API request (input): its history is not compacted here"
     if "contents" not in request:
@@ -291,7 +281,7 @@ def _to_transcript(items: Any, _side: Any, estimator: TokenEstimator, pin: Any,
                          calibration=None)
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="gemini",
     list_key="contents",
     side_key=None,
@@ -302,7 +292,7 @@ FORMAT = HistoryFormat(
     split=lambda rendered: (None, [{"role": "user", "parts": [{"text": rendered}]}]
                             if isinstance(rendered, str) else rendered),
     overhead=_request_overhead,
-    output_allowance=lambda request: reply_allowance("max_output_tokens")(
+    output_allowance=lambda request: planning.reply_allowance("max_output_tokens")(
         read_generation(request)),
     unsupported=_unsupported,
     estimator_for=model_estimator,
@@ -315,7 +305,7 @@ FORMAT = HistoryFormat(
 
 def read_generation(request: Mapping[str, Any]) -> Mapping[str, Any]:
     """The request's ``config`` as a mapping of the fields the session reads."""
-    config = given(request.get("config"))
+    config = planning.given(request.get("config"))
     if config is None:
         return {}
     if isinstance(config, Mapping):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Role, TokenEstimator
 
+from .. import planning
 from ..counting import chosen_estimator
 from ..history import (
     SUMMARY_HEADER,
@@ -34,15 +35,6 @@ from ..history import (
     not_an_entry,
     plain_tools,
     string_field,
-)
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    given,
-    reply_allowance,
 )
 from ..settings import (
     CompactKeywords,
@@ -351,7 +343,7 @@ def _tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
                     "\"function\": {\"name\": ..., \"parameters\": ...}}")
 
 
-def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:
+def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     ``budget``: the whole prompt's tokens (a ``CompactionBudget``: the history's alone); None:
@@ -384,7 +376,7 @@ def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
 
 
 @dataclass(frozen=True, slots=True)
-class ChatResult(FormatResult):
+class ChatResult(planning.FormatResult):
     """``compact``'s result: ``messages`` ready for ``client.chat.completions.create``."""
 
     messages: list[ChatCompletionMessageParam] = field(default_factory=list)
@@ -396,23 +388,24 @@ def compact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> Chat
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    return compacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
+    return planning.compacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
 async def acompact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> ChatResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    return await acompacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
+    return await planning.acompacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="openai-chat",
     list_key="messages",
     side_key=None,
     to_transcript=lambda items, _side, estimator, pin, keep_task: to_transcript(
         items, estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: (None, rendered),
-    overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
-    output_allowance=reply_allowance("max_completion_tokens", "max_tokens"),
+    overhead=lambda request, estimator: overhead_tokens(planning.given(request.get("tools")),
+                                                        estimator),
+    output_allowance=planning.reply_allowance("max_completion_tokens", "max_tokens"),
     planning=_planning,
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
         previous, items, known, estimator, pin, keep_task),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import TokenEstimator
 
+from .. import planning
 from ..counting import chosen_estimator
 from ..history import (
     Conversion,
@@ -29,16 +30,6 @@ from ..history import (
     extend,
     plain_tools,
     string_field,
-)
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    given,
-    reply_allowance,
-    server_held,
 )
 from ..settings import (
     CompactKeywords,
@@ -184,7 +175,7 @@ class ResponsesCompactKeywords(ResponsesKeywords, CompactKeywords, total=False):
 _OWN = ("instructions", "context_management")
 
 
-def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords]) -> Job:
+def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
@@ -233,7 +224,7 @@ def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> i
 
 
 @dataclass(frozen=True, slots=True)
-class ResponsesResult(FormatResult):
+class ResponsesResult(planning.FormatResult):
     """``compact``'s result: ``instructions`` and ``input`` ready for
     ``client.responses.create`` (``input`` stays a string if it was one and was kept)."""
 
@@ -248,26 +239,26 @@ def compact(input_items: str | Sequence[Any],
     Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    return compacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
+    return planning.compacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
 async def acompact(input_items: str | Sequence[Any],
                    **options: Unpack[ResponsesCompactKeywords]) -> ResponsesResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    return await acompacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
+    return await planning.acompacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
 def _server_compaction(request: Mapping[str, Any]) -> str | None:
     """Why a request leaves compaction to the server: ``context_management`` turns its
     compaction on, or the input ends with a ``compaction_trigger`` (compact now)."""
-    entries = given(request.get("context_management"))
+    entries = planning.given(request.get("context_management"))
     if isinstance(entries, Sequence) and not isinstance(entries, str | bytes):
         for entry in entries:
             kind = entry.get("type") if isinstance(entry, Mapping) else getattr(entry, "type",
                                                                                 None)
             if kind == "compaction":
                 return "server-side compaction is on (context_management)"
-    items = given(request.get("input"))
+    items = planning.given(request.get("input"))
     if isinstance(items, Sequence) and not isinstance(items, str | bytes) and items:
         last = items[-1]
         kind = last.get("type") if isinstance(last, Mapping) else getattr(last, "type", None)
@@ -278,21 +269,22 @@ def _server_compaction(request: Mapping[str, Any]) -> str | None:
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     for key in ("previous_response_id", "conversation"):
-        if given(request.get(key)) is not None:
-            return server_held(key)
+        if planning.given(request.get(key)) is not None:
+            return planning.server_held(key)
     return None
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="openai-responses",
     list_key="input",
     side_key="instructions",
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
-        items, instructions=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
+        items, instructions=planning.given(side), estimator=estimator, pin=pin,
+        keep_task=keep_task),
     split=lambda rendered: rendered,
     overhead=lambda request, estimator: overhead_tokens(
-        given(request.get("tools")), estimator, given(request.get("model"))),
-    output_allowance=reply_allowance("max_output_tokens"),
+        planning.given(request.get("tools")), estimator, planning.given(request.get("model"))),
+    output_allowance=planning.reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
