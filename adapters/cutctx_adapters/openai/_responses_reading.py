@@ -15,7 +15,7 @@ from ..history import BOUNDARY_KIND, Part, check_call_pairs, invalid, not_an_ent
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, MASK_FIELDS, NOUN, SERVER_RESULTS, TEXT_PARTS
 from ._responses_tokens import describe, item_tokens
-from ._shared import plain_items
+from ._shared import content_text, plain_items
 
 __all__ = ["Reading", "as_message", "checked_instructions", "parts_of", "plain_input"]
 
@@ -118,27 +118,7 @@ def _string(item: Mapping[str, Any], index: int, field: str, rule: str) -> str:
 
 def _content_text(content: Any, index: int, field: str) -> str:
     """Content as a model reads it: text parts' text, other parts as ``[type]`` placeholders."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise invalid(NOUN, index, field, "content_type",
-                      f"{field} must be a string or a list of parts")
-    pieces: list[str] = []
-    for position, part in enumerate(content):
-        where = f"{field}[{position}]"
-        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-            raise invalid(NOUN, index, where, "part_type", "a content part needs a string 'type'")
-        kind = part["type"]
-        key = "text" if kind in TEXT_PARTS else "refusal" if kind == "refusal" else None
-        if key is None:
-            pieces.append(f"[{kind}]")
-        elif not isinstance(part.get(key), str):
-            raise invalid(NOUN, index, f"{where}.{key}", "part_text",
-                          f"a {kind} part needs a string {key!r}")
-        else:
-            pieces.append(part[key])
-    return "\n".join(pieces)
-
+    return content_text(content, NOUN, index, field, TEXT_PARTS)
 
 def _message(item: Mapping[str, Any], index: int) -> _Item:
     role_name = item.get("role")

@@ -43,7 +43,7 @@ from ..settings import (
     settings_of,
     started,
 )
-from ._shared import NO_COUNT, OpenAICodec, plain_items
+from ._shared import NO_COUNT, OpenAICodec, content_text, plain_items
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 if TYPE_CHECKING:
@@ -96,12 +96,6 @@ class ChatCodec(OpenAICodec):
     def with_content(self, part: Part, content: Any) -> Any:
         return {**copy_plain(part.payload), "content": content}
 
-    def piece(self, block: Any) -> tuple[str, str | None]:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in ("text", "refusal") and isinstance(block.get(kind), str):
-            return block[kind], kind
-        return f"[{kind}]", None
-
     def text_block(self, text: str) -> Any:
         return {"type": "text", "text": text}
 
@@ -115,26 +109,7 @@ def _text_of(content: Any, index: int, field: str, *, required: bool) -> str:
         if required:
             raise invalid(_NOUN, index, field, "missing_content", "content is required")
         return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise invalid(_NOUN, index, field, "content_type",
-                      f"content must be a string or a list of parts, got {type(content).__name__}")
-    pieces: list[str] = []
-    for position, item in enumerate(content):
-        where = f"{field}[{position}]"
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise invalid(_NOUN, index, where, "part_type", "a content part needs a string 'type'")
-        kind = item["type"]
-        if kind in ("text", "refusal"):
-            value = item.get(kind)
-            if not isinstance(value, str):
-                raise invalid(_NOUN, index, f"{where}.{kind}", "part_text",
-                              f"a {kind} part needs a string {kind!r}")
-            pieces.append(value)
-        else:
-            pieces.append(f"[{kind}]")
-    return "\n".join(pieces)
+    return content_text(content, _NOUN, index, field, ChatCodec.text_kinds)
 
 
 def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], list[str], str]:
