@@ -90,9 +90,12 @@ def _as_blocks(content: Any) -> list[Any]:
 def _given_neighbours(original: Sequence[Any], before: Mapping[str, Any],
                       after: Mapping[str, Any]) -> bool:
     """``after`` is a message of the history that followed a message of its own role there
-    (``before`` stands for that one: kept, masked, clipped or merged onto earlier ones)."""
+    (``before`` stands for that one: kept, masked, clipped or merged onto earlier ones), kept,
+    clipped, or with what was left of later messages of its role merged onto its end."""
     clipped = "cutctx clipped this" in json.dumps(after["content"])
-    return any((clipped or _as_blocks(message["content"]) == _as_blocks(after["content"]))
+    shown = _as_blocks(after["content"])
+    return any((clipped or shown[:len(_as_blocks(message["content"]))]
+                == _as_blocks(message["content"]))
                and previous.get("role") == message.get("role") == after.get("role")
                == before.get("role")
                for previous, message in itertools.pairwise(original))

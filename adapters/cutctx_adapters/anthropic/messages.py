@@ -35,7 +35,7 @@ import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from cutctx import TokenEstimator, ValidationError
 
@@ -82,6 +82,7 @@ __all__ = [
     "OMITTED_NOTE",
     "SUMMARY_HEADER",
     "SUMMARY_ROLES",
+    "CountKeywords",
     "MessagesCodec",
     "MessagesCompactKeywords",
     "MessagesKeywords",
@@ -180,6 +181,11 @@ class _Prepared:
         return replace(self, parts=parts, estimator=CalibratedEstimator(self.estimator, ratio),
                        stub_pad=math.ceil(self.stub_pad * ratio), ratio=ratio)
 
+    @property
+    def sent(self) -> Rendered:
+        """The request as given, as its rendering would be."""
+        return self.request.system, self.request.messages
+
     def measure(self, rendered: Rendered) -> int:
         """Prompt tokens of a rendered request, on the plan's scale (overhead included)."""
         system, out = rendered
@@ -221,44 +227,47 @@ def _job(prepared: _Prepared, settings: CompactionSettings,
     return planning.with_room_for_note(begin, conv, note_tokens)
 
 
-def count_tokens(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    estimator: TokenEstimator | None = None,
-    calibration: float | None = None,
-    client: Any = None,
-) -> int:
+class CountKeywords(TypedDict, total=False):
+    """What ``count_tokens``/``acount_tokens`` take besides the history."""
+
+    system: Any
+    model: str | None
+    tools: Sequence[Any] | None
+    thinking: Mapping[str, Any] | None
+    estimator: TokenEstimator | None
+    calibration: float | None
+    client: Any
+
+
+def count_tokens(history: Sequence[Any], **options: Unpack[CountKeywords]) -> int:
     """The request's input tokens: estimated, or exact from ``client.messages.count_tokens``.
 
     With a client, the (validated) request is counted by one API call; an async client needs
-    ``acount_tokens``.
+    ``acount_tokens``. ``model`` defaults to ``DEFAULT_MODEL``.
     """
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
-    if client is not None:
-        return _exact(client, _count_body(prepared.request, model, thinking))
-    return prepared.measure((prepared.request.system, prepared.request.messages))
+    prepared, body = _counted(history, options)
+    client = options.get("client")
+    return prepared.measure(prepared.sent) if client is None else _exact(client, body)
 
 
-async def acount_tokens(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    estimator: TokenEstimator | None = None,
-    calibration: float | None = None,
-    client: Any = None,
-) -> int:
+async def acount_tokens(history: Sequence[Any], **options: Unpack[CountKeywords]) -> int:
     """``count_tokens`` awaiting an ``AsyncAnthropic`` client's count (a sync one works too)."""
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
-    if client is not None:
-        return await _aexact(client, _count_body(prepared.request, model, thinking))
-    return prepared.measure((prepared.request.system, prepared.request.messages))
+    prepared, body = _counted(history, options)
+    client = options.get("client")
+    return prepared.measure(prepared.sent) if client is None else await _aexact(client, body)
+
+
+def _counted(history: Sequence[Any], options: CountKeywords) -> tuple[_Prepared, dict[str, Any]]:
+    """The request validated and estimated, and the body its exact count is asked for."""
+    unknown = sorted(set(options) - set(CountKeywords.__annotations__))
+    if unknown:
+        raise ValidationError(f"count_tokens got an unknown keyword {unknown[0]!r}",
+                              {"field": unknown[0], "rule": "unknown_keyword"})
+    model = options.get("model", DEFAULT_MODEL)
+    prepared = _prepare(history, options.get("system"), model, options.get("tools"),
+                        options.get("thinking"), options.get("estimator"),
+                        options.get("calibration"))
+    return prepared, _count_body(prepared.request, model, options.get("thinking"))
 
 
 class MessagesKeywords(PlanKeywords, total=False):
