@@ -44,6 +44,9 @@ class PlanFields(Protocol):
     def budget_unmet(self) -> bool: ...
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+_RECENT_ACTIONS = frozenset({Action.CLIP, Action.DEDUPLICATE})
+"""What may replace a turn protected only for being recent: its head and tail, or a pointer to
+an identical later copy (which loses nothing)."""
 
 
 def _fail(rule: str, message: str, **details: object) -> ValidationError:
@@ -93,7 +96,7 @@ def _passes_all(
     turns = transcript.turns
     if len(actions) != len(turns):
         return False
-    keep, clip = Action.KEEP, Action.CLIP
+    keep = Action.KEEP
     after = 0
     groups: dict[str, list[str]] = {}
     for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
@@ -106,7 +109,8 @@ def _passes_all(
             after += turn.token_estimate
             continue
         replacement = action.replacement
-        if untouchable and (kind is not clip or turn.role is Role.SYSTEM or turn.pinned):
+        if untouchable and (kind not in _RECENT_ACTIONS or turn.role is Role.SYSTEM
+                            or turn.pinned):
             return False
         if kind in REPLACING_ACTIONS:
             if replacement is None or (replacement.excerpt
@@ -126,12 +130,12 @@ def _passes_all(
 
 def _clipped_savings(plan: PlanFields, transcript: Transcript,
                      structure: Structure) -> int:
-    """Tokens the plan's clips of untouchable (recent) turns take off them; 0 for a plan that
-    keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
+    """Tokens the plan's clips and pointers of untouchable (recent) turns take off them; 0 for
+    a plan that keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
     saved = 0
     for action, turn, untouchable in zip(plan.actions, transcript.turns, structure.untouchable,
                                          strict=False):
-        if (untouchable and action.action is Action.CLIP and action.replacement is not None
+        if (untouchable and action.action in _RECENT_ACTIONS and action.replacement is not None
                 and action.turn_id == turn.turn_id):
             saved += max(0, turn.token_estimate - action.replacement.token_estimate)
     return saved
@@ -217,11 +221,11 @@ def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structur
         for action, untouchable, whole in zip(actions, structure.untouchable, structure.whole,
                                               strict=True)
         if untouchable and action.action is not Action.KEEP
-        and (whole or action.action is not Action.CLIP)
+        and (whole or action.action not in _RECENT_ACTIONS)
     ]
     if bad:
         raise _fail("untouchable_kept", "untouchable turns must be KEEP (a turn protected only "
-                    "for being recent may be CLIP)", turn_ids=bad[:10])
+                    "for being recent may be CLIP or DEDUPLICATE)", turn_ids=bad[:10])
 
 
 def _check_exchanges(

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._replaced import REFERS_TO_KEY, is_final, source_ranges
+from .._replaced import KIND_KEY, REFERS_TO_KEY, source_ranges
 from .._structure import Structure
-from ..actions import REPLACING_ACTIONS, Action, SummarizationRequest, TurnAction, TurnReplacement
+from ..actions import (
+    REPLACEMENT_KIND,
+    REPLACING_ACTIONS,
+    Action,
+    SummarizationRequest,
+    TurnAction,
+    TurnReplacement,
+)
 from ..errors import BudgetUnsatisfiable, ValidationError
 from ..executor import replaced_turn
 from ..plan import CompactionPlan, CompactionPolicy, build_plan, keep_all
@@ -20,6 +27,7 @@ from .tool_masking import ToolResultMaskingPolicy
 __all__ = ["PolicyChain", "default_chain"]
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 _PLAIN_MASK = ToolResultMaskingPolicy(0)
 """Writes the stub a deduplicated turn falls back to (no digest: its own text is a pointer)."""
 
@@ -105,12 +113,15 @@ class _Decisions:
         self.actions[position] = action
 
     def repoint(self) -> None:
-        """A deduplicated stub whose later copy the plan does not keep whole (masked, clipped,
-        summarized, dropped) points at nothing: it becomes a mask stub, as its result would
-        have been, so no stub claims a copy the request does not hold."""
+        """A deduplicated stub whose later copy the plan takes away (masks, summarizes, drops)
+        points at nothing: it becomes a mask stub, as its result would have been, so no stub
+        claims a copy the request does not hold. A copy clipped to its share is still there,
+        its marker naming the same original: the stub keeps pointing at it."""
         turns = self.transcript.turns
         kept = {action.turn_id for action, turn in zip(self.actions, turns, strict=True)
-                if action.action is Action.KEEP and not is_final(turn)}
+                if action.action is Action.CLIP or (
+                    action.action is Action.KEEP
+                    and turn.metadata.get(KIND_KEY) in (None, CLIPPED))}
         for position, action in enumerate(self.actions):
             turn = turns[position]
             if action.action is Action.DEDUPLICATE and action.replacement is not None:

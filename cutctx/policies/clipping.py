@@ -14,6 +14,7 @@ from ..estimator import TokenEstimator
 from ..plan import CompactionPlan
 from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
+from .dedupe import DeduplicateResultsPolicy, later_copies
 
 __all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
 
@@ -25,12 +26,13 @@ MIN_CLIP_TOKENS = 128
 
 class ToolResultClipPolicy:
     """Tool results (observations too) over a cap keep their head and tail around a marker;
-    the largest first,
-    while over budget. The cap is ``max_result_tokens``, or ``max_result_fraction`` of the
-    budget, whichever is smaller (at least one must be set). A result protected only for being
-    recent is clipped too: protection keeps a result's head and tail, not its whole size, so
-    one huge new result gives way before anything older does. A clip wider than the cap (one
-    an earlier plan widened into room it had) is clipped again to the cap.
+    the largest first, while over budget. The cap is ``max_result_tokens``, or
+    ``max_result_fraction`` of the budget, whichever is smaller (at least one must be set). A
+    result protected only for being recent is clipped too: protection keeps a result's head and
+    tail, not its whole size, so one huge new result gives way before anything older does. A
+    clip wider than the cap (one an earlier plan widened into room it had) is clipped again to
+    the cap. A result over the cap with an identical later copy becomes a pointer to that copy
+    instead (as ``DeduplicateResultsPolicy`` writes it): lossless before lossy.
 
     >>> ToolResultClipPolicy(2_000).cap(CompactionBudget(100_000))
     2000
@@ -56,6 +58,7 @@ class ToolResultClipPolicy:
         self.max_result_tokens = max_result_tokens
         self.max_result_fraction = max_result_fraction
         self.estimator, self._default_estimator = chosen_estimator(estimator)
+        self._pointers = DeduplicateResultsPolicy(estimator=estimator)
 
     def cap(self, budget: CompactionBudget) -> int:
         """The largest a tool result may stay, for this budget: never less than
@@ -73,8 +76,12 @@ class ToolResultClipPolicy:
         turns = transcript.turns
         over = [p for p in result_positions(transcript) if turns[p].token_estimate > cap]
         over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
+        copies = later_copies(transcript) if over else {}
 
-        def body(_position: int, turn: TranscriptTurn) -> TurnReplacement | None:
+        def body(position: int, turn: TranscriptTurn) -> TurnReplacement | None:
+            later = copies.get(position)
+            if later is not None:  # lossless first: a pointer to its copy (clipped if need be)
+                return self._pointers.pointer(turn, turns[later])
             subject = "tool result" if turn.role is Role.TOOL else "output"
             if turn.metadata.get(KIND_KEY) == CLIPPED:  # a wider clip, clipped to its share
                 tokens, sha = original_figures(turn, quoted=False)

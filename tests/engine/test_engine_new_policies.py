@@ -114,6 +114,18 @@ def test_a_result_identical_to_a_later_one_names_it() -> None:
     assert by_id["r2"].content == same  # the later copy is what stays
 
 
+def test_a_recent_copy_over_the_budget_is_a_pointer_and_only_its_later_copy_is_clipped() -> None:
+    same = LOG[:2_400]  # 600 tokens, two copies protected as recent, budget 400
+    transcript = agent(same, same)
+    chain = PolicyChain([DeduplicateResultsPolicy(), ToolResultClipPolicy(150)])
+    plan = chain.decide(transcript, CompactionBudget(400, 5))
+    fates = {a.turn_id: a.action for a in plan.actions}
+    assert fates["r0"] is Action.DEDUPLICATE and fates["r1"] is Action.CLIP
+    assert not plan.budget_unmet
+    alone = ToolResultClipPolicy(150).decide(transcript, CompactionBudget(400, 5))
+    assert {a.turn_id: a.action for a in alone.actions}["r0"] is Action.DEDUPLICATE
+
+
 def test_results_that_only_look_alike_are_not_deduplicated() -> None:
     transcript = agent("x" * 400, "x" * 401)
     view = view_of(transcript, DeduplicateResultsPolicy(), 100)
