@@ -6,7 +6,7 @@ import math
 
 from .._checks import require_int
 from .._clipping import atoms_of, plan_clip
-from .._replaced import KIND_KEY, original_figures, text_sha256
+from .._replaced import KIND_KEY, is_person, original_figures, text_sha256
 from .._structure import require_inputs
 from ..actions import REPLACEMENT_KIND, Action, TurnReplacement
 from ..errors import ValidationError
@@ -16,12 +16,20 @@ from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results, result_positions
 from .dedupe import DeduplicateResultsPolicy, later_copies
 
-__all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy"]
+__all__ = ["MIN_CLIP_TOKENS", "ToolResultClipPolicy", "UserMessageClipPolicy", "subject_of"]
 
 CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 
 MIN_CLIP_TOKENS = 128
 """The least a share of the budget clips a result to: a marker takes about 50 tokens."""
+
+
+def subject_of(turn: TranscriptTurn) -> str:
+    """What a clip's marker calls ``turn``: a tool result, an output (an observation), or a
+    message (what a person typed)."""
+    if turn.role is Role.TOOL:
+        return "tool result"
+    return "message" if is_person(turn) else "output"
 
 
 class ToolResultClipPolicy:
@@ -70,11 +78,15 @@ class ToolResultClipPolicy:
             caps.append(max(share, min(MIN_CLIP_TOKENS, budget.max_tokens)))
         return min(caps)
 
+    def positions(self, transcript: Transcript) -> list[int]:
+        """Where the turns this policy clips stand: the tool results, oldest first."""
+        return result_positions(transcript)
+
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         require_inputs(transcript, budget)
         cap = self.cap(budget)
         turns = transcript.turns
-        over = [p for p in result_positions(transcript) if turns[p].token_estimate > cap]
+        over = [p for p in self.positions(transcript) if turns[p].token_estimate > cap]
         over.sort(key=lambda p: (-turns[p].token_estimate, p))  # the largest gives way first
         copies = later_copies(transcript) if over else {}
 
@@ -82,7 +94,7 @@ class ToolResultClipPolicy:
             later = copies.get(position)
             if later is not None:  # lossless first: a pointer to its copy (clipped if need be)
                 return self._pointers.pointer(turn, turns[later])
-            subject = "tool result" if turn.role is Role.TOOL else "output"
+            subject = subject_of(turn)
             if turn.metadata.get(KIND_KEY) == CLIPPED:  # a wider clip, clipped to its share
                 tokens, sha = original_figures(turn, quoted=False)
                 clip = plan_clip(turn.content, turn.token_estimate, cap, self.estimator,
@@ -100,6 +112,22 @@ class ToolResultClipPolicy:
             default_estimator=self._default_estimator)
 
     def __repr__(self) -> str:
-        return (f"ToolResultClipPolicy({self.max_result_tokens!r}, max_result_fraction="
+        return (f"{type(self).__name__}({self.max_result_tokens!r}, max_result_fraction="
                 f"{self.max_result_fraction!r}, estimator={self.estimator!r})")
 
+
+class UserMessageClipPolicy(ToolResultClipPolicy):
+    """``ToolResultClipPolicy`` for what a person typed: a message over the same cap (a pasted
+    log, a file dropped into the chat) keeps its head, tail and salient lines around a marker
+    (``cutctx clipped this message``), so it costs its share like a tool result, not the rest
+    of the conversation. A turn kept exactly as given (the pinned task) is never clipped here.
+
+    >>> UserMessageClipPolicy(max_result_fraction=0.25).name
+    'clip_user_messages'
+    """
+
+    name = "clip_user_messages"
+    version = "1.0.0"
+
+    def positions(self, transcript: Transcript) -> list[int]:
+        return [p for p, turn in enumerate(transcript.turns) if is_person(turn)]

@@ -743,8 +743,9 @@ def test_a_newest_message_over_the_window_is_clipped_and_sent(route: respx.Route
 
 def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
         route: respx.Route) -> None:
-    history = agent_history(3)
-    history[-1]["content"].append({"type": "text", "text": f"{MARKER} " + "paste " * 7_000})
+    history = agent_history(3)  # a recent assistant message no policy may clip
+    history += [{"role": "assistant", "content": f"{MARKER} " + "ramble " * 7_000},
+                {"role": "user", "content": "Continue."}]
     client = wrap(sdk(), strict=True)
     with pytest.raises(BudgetUnsatisfiable) as caught:
         client.messages.create(**call(history))
@@ -758,7 +759,8 @@ def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
 @pytest.mark.anyio
 async def test_async_budget_and_window_errors_send_nothing(route: respx.Route) -> None:
     history = agent_history(3)
-    history[-1]["content"].append({"type": "text", "text": "paste " * 7_000})
+    history += [{"role": "assistant", "content": "ramble " * 7_000},
+                {"role": "user", "content": "Continue."}]
     with pytest.raises(BudgetUnsatisfiable):
         await wrap(async_sdk(), strict=True).messages.create(**call(history))
     with pytest.raises(cutctx.ValidationError, match="acme-x"):

@@ -249,7 +249,7 @@ def test_a_deduplicated_stub_names_its_copy_by_tool_call_and_never_a_missing_one
     # lossless first: the copy is clipped (still there, its marker naming the same original)
     # and the first read points at it rather than being clipped too
     assert hard.report.deduplicated_turn_ids == ("m3",) and "m7" in hard.report.clipped_turn_ids
-    assert hashlib.sha256(same.encode()).hexdigest() in hard.messages[7]["content"]
+    assert hashlib.sha256(same.encode()).hexdigest() in str(hard.messages[7]["content"])
     gone = chat.compact(history, budget=total // 12, estimator=CHARS, keep_recent=1,
                         keep_recent_results=0)
     assert gone.messages is not None

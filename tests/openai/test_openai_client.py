@@ -556,8 +556,9 @@ def test_a_newest_message_over_the_window_is_clipped_and_sent(route: respx.Route
 
 def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
         route: respx.Route) -> None:
-    history = agent_history(3)
-    history[-1] = {"role": "user", "content": f"{MARKER} " + "paste " * 7_000}
+    history = agent_history(3)  # a recent assistant message no policy may clip
+    history[-1:] = [{"role": "assistant", "content": f"{MARKER} " + "ramble " * 7_000},
+                    {"role": "user", "content": "Continue."}]
     client = wrap(sdk(), strict=True)
     with pytest.raises(BudgetUnsatisfiable) as caught:
         client.chat.completions.create(model=MODEL, messages=history)
@@ -571,7 +572,8 @@ def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
 @pytest.mark.anyio
 async def test_async_budget_and_window_errors_send_nothing(route: respx.Route) -> None:
     history = agent_history(3)
-    history[-1] = {"role": "user", "content": "paste " * 7_000}
+    history[-1:] = [{"role": "assistant", "content": "ramble " * 7_000},
+                    {"role": "user", "content": "Continue."}]
     with pytest.raises(BudgetUnsatisfiable):
         await wrap(async_sdk(), strict=True).chat.completions.create(model=MODEL,
                                                                      messages=history)

@@ -50,5 +50,5 @@ def test_a_file_read_twice_is_one_pointer_and_one_clip(between: int) -> None:
     assert report.deduplicated_turn_ids == (f"m{first}",)
     assert report.clipped_turn_ids == (f"m{second}",)
     assert result.messages is not None
-    assert "identical to the result of tool call c2" in result.messages[first]["content"]
-    assert "cutctx clipped this tool result" in result.messages[-1]["content"]
+    assert "identical to the result of tool call c2" in str(result.messages[first]["content"])
+    assert "cutctx clipped this tool result" in str(result.messages[-1]["content"])
