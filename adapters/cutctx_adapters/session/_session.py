@@ -61,6 +61,7 @@ from ..settings import (
     ReportCallback,
     Setting,
     SettingsKeywords,
+    check_default_trigger,
     fraction_or_tokens,
     kind_of,
 )
@@ -186,6 +187,8 @@ class CompactionSession:
         self.format = format
         self.model = check_model(model)
         self.settings = CompactionSettings.of(settings, **keywords)
+        if self.trigger is None:  # the default trigger leaves this format's margin
+            check_default_trigger(self.target, format.safety_margin)
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
