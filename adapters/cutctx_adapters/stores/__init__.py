@@ -7,7 +7,7 @@ value while the others wait for it. ``RedisStore`` needs ``cutctx[redis]``.
 
 from ..errors import StoreTimeout, StoreUnavailable
 from ._base import Store, StoreWarning
-from ._produce import aproduce_once, produce_once
+from ._produce import aproduce_once, peek, produce_once
 from .memory import MemoryStore
 from .redis import RedisStore
 from .sqlite import SQLiteStore
@@ -21,5 +21,6 @@ __all__ = [
     "StoreUnavailable",
     "StoreWarning",
     "aproduce_once",
+    "peek",
     "produce_once",
 ]
