@@ -29,7 +29,8 @@ Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]
 """A function that writes one summary: given the plan's request (its prompt id and target
 tokens) and the turns to fold, in order, it returns the summary text. It may call a model
 (``OpenAISummarizer``, ``AnthropicSummarizer``) or not (tests, heuristics); an exception, an
-empty text or one far over ``request.target_tokens`` fails that summary, never the history.
+empty text, anything but a ``str``, or a text far over ``request.target_tokens`` fails that
+summary, never the history.
 
 >>> def first_lines(request, turns):
 ...     return "\n".join(turn.content.splitlines()[0] for turn in turns)
@@ -54,15 +55,16 @@ def _turns_for(request: SummarizationRequest, transcript: Transcript) -> list[Tr
     return [turn for turn in transcript.turns if turn.turn_id in wanted]
 
 
-def _failure(request: SummarizationRequest, cause: BaseException | str) -> SummarizationFailed:
+def _failure(request: SummarizationRequest, cause: BaseException | str,
+             why: str = "", **details: str) -> SummarizationFailed:
     if isinstance(cause, SummaryRejected):
         name = cause.reason
     else:
         name = cause if isinstance(cause, str) else type(cause).__name__
     return SummarizationFailed(
-        f"summarizing group {request.group_id} failed ({name}); nothing was compacted",
+        f"summarizing group {request.group_id} failed ({name}{why}); nothing was compacted",
         {"group_id": request.group_id, "turn_count": len(request.turn_ids),
-         "prompt_id": request.prompt_id, "cause": name},
+         "prompt_id": request.prompt_id, "cause": name, **details},
     )
 
 
@@ -82,7 +84,11 @@ def _check_arguments(plan: Any, transcript: Any, cache: Any) -> None:
 
 
 def _checked(request: SummarizationRequest, text: Any, check: SummaryCheck | None) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        kind = type(text).__name__
+        raise _failure(request, "SummaryNotText", f": the summarizer returned {kind}, not str",
+                       returned=kind)
+    if not text.strip():
         raise _failure(request, "EmptySummary")
     if check is not None:
         check(request, text)

@@ -50,7 +50,8 @@ class AgentLoop:
 
     def requests(self, fmt: str) -> list[tuple[Any, list[dict[str, Any]]]]:
         """(side value, history) of each request the agent sends, in ``fmt`` (``chat``,
-        ``responses`` or ``anthropic``): after the task, then after each tool result."""
+        ``responses``, ``anthropic`` or ``gemini``, whose side value is its system
+        instruction): after the task, then after each tool result."""
         side, items = _start(fmt, self.system, self.task)
         out = [(side, list(items))]
         for step in self.steps:
@@ -116,6 +117,8 @@ def agent_loop(seed: int = 0, turns: int = 60, huge_at: int | None = 30,
 def _start(fmt: str, system: str, task: str) -> tuple[Any, list[dict[str, Any]]]:
     if fmt == "chat":
         return None, [{"role": "system", "content": system}, {"role": "user", "content": task}]
+    if fmt == "gemini":
+        return system, [{"role": "user", "parts": [{"text": task}]}]
     return system, [{"role": "user", "content": task}]
 
 
@@ -159,6 +162,14 @@ def _call(fmt: str, step: Step) -> list[dict[str, Any]]:
                  "arguments": step.arguments},
                 {"type": "function_call_output", "call_id": step.call_id,
                  "output": step.output}]
+    if fmt == "gemini":
+        return [{"role": "model", "parts": [
+                    {"text": step.remark},
+                    {"function_call": {"id": step.call_id, "name": step.name,
+                                       "args": json.loads(step.arguments)}}]},
+                {"role": "user", "parts": [
+                    {"function_response": {"id": step.call_id, "name": step.name,
+                                           "response": {"output": step.output}}}]}]
     if fmt == "anthropic":
         return [{"role": "assistant", "content": [
                     {"type": "text", "text": step.remark},

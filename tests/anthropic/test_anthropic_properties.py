@@ -220,11 +220,11 @@ def test_every_policy_and_budget_gives_a_sendable_request(case: dict[str, Any], 
                                       keep_recent=keep_recent)
         except BudgetUnsatisfiable:
             continue
-        sent = result.measured_tokens  # the rendered request, message by message
-        assert sent is not None
-        assert sent <= messages.count_tokens(result.messages or [], system=result.system,
-                                             estimator=CHARS)
-        assert sent <= budget or result.budget_unmet
+        measured = result.measured_tokens  # the rendered request, message by message
+        assert measured is not None
+        assert measured <= messages.count_tokens(result.messages or [], system=result.system,
+                                                 estimator=CHARS)
+        assert measured <= budget or result.budget_unmet
 
 
 @settings(max_examples=40, deadline=None)

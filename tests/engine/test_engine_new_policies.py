@@ -32,7 +32,7 @@ from cutctx import (
     clip_text,
 )
 from cutctx._canonical import sha256_text
-from cutctx._clipping import clip_marker
+from cutctx._clipping import Atom, clip_marker, plan_clip
 from cutctx._digest import digest
 from cutctx._replaced import KIND_KEY, ORIGINAL_SHA256_KEY, ORIGINAL_TOKENS_KEY
 
@@ -81,6 +81,18 @@ def test_clip_marker_text() -> None:
         "[... cutctx clipped this tool result: 1200 tokens (40 lines) elided; original: 2000 "
         f"tokens, sha256:{'ab' * 32} ...]")
     assert clip_marker(1, 1, 2, "cd", "message").startswith("[... cutctx clipped this message:")
+
+
+def test_a_clip_that_cut_only_an_image_says_so() -> None:
+    text = "The page renders blank after login.\nSee the screenshot below.\n[input_image]"
+    image = Atom(text.index("[input_image]"), len(text), 1000)
+    clip = plan_clip(text, 1020, 200, CHARS, atoms=(image,))
+    assert clip is not None
+    assert clip.marker.startswith(
+        "[... cutctx clipped this tool result: 1 [input_image] elided; original: 1020 tokens")
+    assert ": 0 tokens (" not in clip.marker
+    assert clip_marker(300, 12, 900, "cd", elided_parts="2 [image]").startswith(
+        "[... cutctx clipped this tool result: 300 tokens (12 lines), with 2 [image], elided")
 
 
 def test_clip_returns_none_when_nothing_smaller_fits() -> None:

@@ -428,8 +428,12 @@ def test_sdk_objects_and_dicts_with_the_same_content_are_the_same_history() -> N
     mixed = as_sdk_objects(REQUESTS[39])
     assert any(not isinstance(m, dict) for m in mixed)
     again = compactor.prepare(model=MODEL, messages=mixed)
-    assert again.report.decision == "reused"
     assert sent(again) == sent(outcomes[-1])  # the same content, found by content ...
+    if dumps(sent(again)) != dumps(sent(outcomes[-1])):  # keys in the SDK objects' order
+        assert again.report.decision == "recompacted" and not again.report.events
+        assert "with their keys in this history's order" in again.report.reason
+    else:
+        assert again.report.decision == "reused"
     fresh = session(CountingSummarizer(), store=compactor.store).prepare(model=MODEL,
                                                                          messages=mixed)
     assert dumps(sent(again)) == dumps(sent(fresh))  # ... sent as the history has it
@@ -443,7 +447,8 @@ def test_a_history_first_seen_as_sdk_objects_is_extended_by_dicts() -> None:
     compactor = session(CountingSummarizer(), store=MemoryStore())
     objects = replay(compactor, [as_sdk_objects(r) for r in REQUESTS[:40]])
     dicts = compactor.prepare(model=MODEL, messages=REQUESTS[39])
-    assert dicts.report.decision == "reused"
+    assert dicts.report.decision == ("reused" if dumps(sent(dicts)) == dumps(sent(objects[-1]))
+                                     else "recompacted")
     assert sent(dicts) == sent(objects[-1])
     fresh = session(CountingSummarizer(), store=compactor.store).prepare(model=MODEL,
                                                                          messages=REQUESTS[39])

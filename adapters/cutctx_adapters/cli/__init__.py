@@ -32,6 +32,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT if exc.code else 0
+    if args.command == "serve":  # a server, not a job on a file: no progress, no rich
+        try:
+            code: int = args.run(args)
+        except (CliError, ImportError) as exc:
+            return _fail(str(exc))
+        except CompactionError as exc:
+            return _fail(describe(exc, "settings"))
+        return code
     try:  # the console script is installed with any extra; its own needs come with [cli]/[all]
         require("rich", "cli")
         require("tiktoken", "cli")
@@ -48,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always")
             try:
                 with progress(f"cutctx {args.command}: working on {visible(source)}"):
-                    code: int = args.run(args)
+                    code = args.run(args)
             finally:
                 _notes(caught)
         return code

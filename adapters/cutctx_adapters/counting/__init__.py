@@ -5,14 +5,19 @@ that puts them on Claude's scale (``calibration_for``), the prompt budget a mode
 window leaves (``prompt_budget``) and image dimensions read from their headers.
 """
 
+from ._cache import DEFAULT_CACHE_BYTES, CountCache
 from ._calibration import (
     CALIBRATION,
+    GEMINI_CALIBRATION,
     NEW_TOKENIZER_CALIBRATION,
     CalibratedEstimator,
+    calibrated_estimator,
     calibration_for,
     claude_estimator,
     is_claude,
+    is_gemini,
     scale_to_total,
+    tokenizer_factor,
 )
 from ._estimators import (
     ApproximateTokensWarning,
@@ -26,10 +31,14 @@ from ._windows import context_window, input_limit, prompt_budget
 
 __all__ = [
     "CALIBRATION",
+    "DEFAULT_CACHE_BYTES",
+    "GEMINI_CALIBRATION",
     "NEW_TOKENIZER_CALIBRATION",
     "ApproximateTokensWarning",
     "Base64Bytes",
     "CalibratedEstimator",
+    "CountCache",
+    "calibrated_estimator",
     "calibration_for",
     "check_model",
     "chosen_estimator",
@@ -41,7 +50,9 @@ __all__ = [
     "image_size_from_data_url",
     "input_limit",
     "is_claude",
+    "is_gemini",
     "prompt_budget",
     "scale_to_total",
+    "tokenizer_factor",
     "use_when_unavailable",
 ]

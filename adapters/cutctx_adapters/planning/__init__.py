@@ -28,6 +28,7 @@ from ._pipeline import (
     start,
     stub_estimator,
     summary_check,
+    with_room_for_note,
 )
 from ._policy import (
     DEFAULT_DIGEST_TOKENS,
@@ -70,4 +71,5 @@ __all__ = [
     "start",
     "stub_estimator",
     "summary_check",
+    "with_room_for_note",
 ]

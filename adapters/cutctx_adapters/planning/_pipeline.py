@@ -22,6 +22,7 @@ from cutctx import (
     CompactionExecutor,
     CompactionPlan,
     CompactionPolicy,
+    CompactionReport,
     Role,
     SummarizationRequest,
     TokenEstimator,
@@ -31,7 +32,7 @@ from cutctx import (
 
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
-from ..history import KIND_KEY, Conversion, covered_turns, uncovered
+from ..history import BOUNDARY_KIND, KIND_KEY, Conversion, covered_turns, uncovered
 from ..prompts import SUMMARY_TOLERANCE, allowed_tokens
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
@@ -50,6 +51,7 @@ __all__ = [
     "start",
     "stub_estimator",
     "summary_check",
+    "with_room_for_note",
 ]
 
 
@@ -235,9 +237,9 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         # Fit is judged on what is sent: the measured request, not the plan's estimate.
         report = replace(report, budget_unmet=measured > job.limit)
     replaced = replacements(job.conversion.transcript, view.transcript)
-    return CompactionResult(
+    result = CompactionResult(
         plan=job.plan,
-        report=report,
+        report=_with_covered(report, job.whole, job.covered),
         view=view.transcript,
         conversion=job.whole or job.conversion,
         overhead_tokens=job.overhead,
@@ -251,10 +253,24 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         last_resort=job.last_resort,
         task_turn_id=job.conversion.task_turn_id,
         covered=job.covered,
-        deferred=(job.deferred if not replaced and all(
-            action.action is Action.KEEP for action in job.plan.actions) else None),
         **job.result_fields(rendered),
     )
+    if job.deferred is not None and not result.rewritten:
+        return replace(result, deferred=job.deferred)
+    return result
+
+
+def _with_covered(report: CompactionReport, whole: Conversion[Any] | None,
+                  covered: tuple[str, ...]) -> CompactionReport:
+    """``report`` over the whole history (``whole``): the turns left out because the
+    provider's compaction ``covered`` them are summarized (by that compaction), so the six
+    lists still hold every turn once."""
+    if whole is None or not covered:
+        return report
+    summarized = {*report.summarized_turn_ids, *covered}
+    return replace(report, turns_before=report.turns_before + len(covered),
+                   summarized_turn_ids=tuple(turn.turn_id for turn in whole.transcript.turns
+                                             if turn.turn_id in summarized))
 
 
 def _require_summarizer(job: Job, summarizer: object | None) -> None:
@@ -473,3 +489,31 @@ async def acompacted(plan: Callable[..., Job | Awaitable[Job]], history: Any,
         job = await job
     result = await arun(job, job.summarizer, options.get("summary_cache"))
     return narrowed(result, kind, planning.get("model", default_model))
+
+
+def leaves_assistant_first(job: Job, conversion: Conversion[Any]) -> bool:
+    """Whether ``job``'s plan drops the leading user message(s) of a history that opened with
+    one and keeps an assistant's first (a provider's compaction opens the request instead, when
+    there is one: nothing goes before it)."""
+    if not getattr(conversion.codec, "starts_with_user", False):
+        return False
+    parts = conversion.parts
+    if any(parts[action.turn_id].kind == BOUNDARY_KIND for action in job.plan.actions):
+        return False
+    for action in job.plan.actions:
+        part = parts[action.turn_id]
+        if part.role is Role.SYSTEM or action.action is Action.DROP:
+            continue
+        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
+    return False
+
+
+def with_room_for_note(begin: Callable[[int], Job], conversion: Conversion[Any],
+                       note_tokens: Callable[[], int]) -> Job:
+    """``begin(0)``'s job; planned again with ``note_tokens()`` more overhead when it leaves an
+    assistant's message first, which the rendering opens with a user note (the note then
+    counts, so the request as sent stays within the budget)."""
+    job = begin(0)
+    if leaves_assistant_first(job, conversion):
+        return begin(note_tokens())
+    return job

@@ -1,12 +1,15 @@
-"""The store protocol, and the checks every store shares: keys, values, limits, failures.
+"""The store protocols, and the checks every store shares: keys, values, limits, failures.
 
 A store holds small byte values that several sessions share (summaries, cached state), keyed by
-content hashes; keys never reveal content. Calls are sync and short, so async code calls them
-directly; waiting for another worker is done by ``produce_once``/``aproduce_once``.
+content hashes; keys never reveal content. ``Store`` is the sync protocol; ``AsyncStore`` its
+async twins (``aget``, ``aput``, ...), which ``aproduce_once`` awaits so an event loop never
+waits on a backend: in memory they run inline, on SQLite in a worker thread, on Redis over
+``redis.asyncio``. Waiting for another worker is done by ``produce_once``/``aproduce_once``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Sequence
@@ -16,7 +19,8 @@ from cutctx import ValidationError
 
 from ..errors import StoreUnavailable
 
-__all__ = ["KEY_RULE", "Store", "StoreWarning"]
+__all__ = ["KEY_RULE", "AsyncStore", "InlineTwins", "Store", "StoreWarning", "ThreadTwins",
+           "unavailable"]
 
 KEY_RULE = "1 to 200 characters of A-Z a-z 0-9 : . _ -"
 _KEY = re.compile(r"[A-Za-z0-9:._-]{1,200}")
@@ -46,6 +50,60 @@ class Store(Protocol):
     def release(self, key: str, token: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """The async twins of ``Store``'s calls: the same meaning, awaited (``close`` stays sync)."""
+
+    async def aget(self, key: str) -> bytes | None: ...
+
+    async def aget_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
+
+    async def aput(self, key: str, value: bytes, *, ttl: float | None = None) -> None: ...
+
+    async def aclaim(self, key: str, *, lease: float) -> str | None: ...
+
+    async def arelease(self, key: str, token: str) -> None: ...
+
+
+class InlineTwins:
+    """``AsyncStore`` for a store whose calls never block (memory): each twin is the sync call."""
+
+    async def aget(self: Store, key: str) -> bytes | None:
+        return self.get(key)
+
+    async def aget_many(self: Store, keys: Sequence[str]) -> list[bytes | None]:
+        return self.get_many(keys)
+
+    async def aput(self: Store, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        self.put(key, value, ttl=ttl)
+
+    async def aclaim(self: Store, key: str, *, lease: float) -> str | None:
+        return self.claim(key, lease=lease)
+
+    async def arelease(self: Store, key: str, token: str) -> None:
+        self.release(key, token)
+
+
+class ThreadTwins:
+    """``AsyncStore`` for a store whose calls wait on I/O (a file lock): each twin runs the sync
+    call in a worker thread, so the event loop goes on meanwhile."""
+
+    async def aget(self: Store, key: str) -> bytes | None:
+        return await asyncio.to_thread(self.get, key)
+
+    async def aget_many(self: Store, keys: Sequence[str]) -> list[bytes | None]:
+        return await asyncio.to_thread(self.get_many, keys)
+
+    async def aput(self: Store, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        await asyncio.to_thread(lambda: self.put(key, value, ttl=ttl))
+
+    async def aclaim(self: Store, key: str, *, lease: float) -> str | None:
+        return await asyncio.to_thread(lambda: self.claim(key, lease=lease))
+
+    async def arelease(self: Store, key: str, token: str) -> None:
+        await asyncio.to_thread(self.release, key, token)
 
 
 def check_key(key: object) -> str:
@@ -93,11 +151,14 @@ def check_limit(value: object, field: str) -> int:
     return value
 
 
-def unavailable(store: object, operation: str, cause: BaseException | None) -> StoreUnavailable:
+def unavailable(store: object, operation: str, cause: BaseException | str | None
+                ) -> StoreUnavailable:
     """The error for a failed backend call: the store's repr, the operation and the cause's class.
 
-    Raise it ``from`` the backend exception; a closed store passes ``None`` (cause ``"closed"``).
+    Raise it ``from`` the backend exception; a closed store passes ``None`` (cause ``"closed"``),
+    a call the store cannot make a short reason of its own.
     """
-    reason = "closed" if cause is None else type(cause).__name__
+    reason = ("closed" if cause is None else cause if isinstance(cause, str)
+              else type(cause).__name__)
     return StoreUnavailable(f"{store!r} is unavailable ({reason}) for {operation}",
                             {"store": repr(store), "operation": operation, "cause": reason})

@@ -1,10 +1,11 @@
 """Produce a shared value once across workers: the claim holder computes it, the others wait.
 
-``_steps`` holds the whole protocol as a generator that yields what it needs done — wait some
-seconds, or run ``produce`` — so ``produce_once`` and ``aproduce_once`` differ only in how they
-sleep and await. A store that fails degrades to computing locally, with one ``StoreWarning`` an
-outage, and is left alone for a back-off (``_outages``). A stored value the caller does not
-``accept`` counts as missing, and is replaced.
+``_steps`` holds the whole protocol as a generator that yields what it needs done — a store
+call, wait some seconds, or run ``produce`` — so ``produce_once`` and ``aproduce_once`` differ
+only in how they call, sleep and await (the async one awaits a store's async twins). A store
+that fails degrades to computing locally, with one ``StoreWarning`` an outage, and is left
+alone for a back-off (``_outages``). A stored value the caller does not ``accept`` counts as
+missing, and is replaced.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Final
 
 from ..errors import StoreTimeout, StoreUnavailable
 from ._base import (
+    AsyncStore,
     Store,
     StoreWarning,
     check_key,
@@ -43,12 +45,39 @@ class _Produce:
 
 
 @dataclass(frozen=True)
+class _Get:
+    key: str
+
+
+@dataclass(frozen=True)
+class _Put:
+    key: str
+    value: bytes
+    ttl: float | None
+
+
+@dataclass(frozen=True)
+class _Claim:
+    key: str
+    lease: float
+
+
+@dataclass(frozen=True)
+class _Release:
+    key: str
+    token: str
+
+
+@dataclass(frozen=True)
 class _Done:
     value: bytes | None
 
 
+_StoreCall = _Get | _Put | _Claim | _Release
+"""A store call the protocol needs made: its result (or ``StoreUnavailable``) is sent back."""
 _PRODUCE: Final = _Produce()
-_Steps = Generator[_Wait | _Produce, bytes | None, bytes | None]
+_Step = _Wait | _Produce | _StoreCall
+_Steps = Generator[_Step, object, bytes | None]
 Accept = Callable[[bytes], bool]
 """Whether a value may be used and stored (a stored one refused counts as missing)."""
 
@@ -78,7 +107,7 @@ def produce_once(store: Store, key: str, produce: Callable[[], bytes | None], *,
                 step = _resume(steps)
                 continue
             try:
-                value = produce()
+                value = produce() if isinstance(step, _Produce) else _call(store, step)
             except BaseException as exc:
                 step = _resume(steps, error=exc)
             else:
@@ -93,7 +122,8 @@ async def aproduce_once(store: Store, key: str,
                         backoff: float = DEFAULT_BACKOFF) -> bytes | None:
     """``produce_once`` for async code: waits with ``asyncio.sleep``; ``produce`` may be async.
 
-    The store's own calls are sync and short, so they run inline.
+    A store with async twins (``AsyncStore``: every store here) is awaited, so the event loop
+    never waits on it; any other store's calls run inline.
     """
     with closing(_steps(store, key, lease=lease, timeout=timeout, poll=poll, ttl=ttl,
                         accept=accept, backoff=backoff)) as steps:
@@ -104,9 +134,12 @@ async def aproduce_once(store: Store, key: str,
                 step = _resume(steps)
                 continue
             try:
-                value = produce()
-                if inspect.isawaitable(value):
-                    value = await value
+                value: object
+                if isinstance(step, _Produce):
+                    made = produce()
+                    value = await made if inspect.isawaitable(made) else made
+                else:
+                    value = await _acall(store, step)
             except BaseException as exc:
                 step = _resume(steps, error=exc)
             else:
@@ -139,8 +172,44 @@ def peek(store: Store, key: str, *, accept: Accept | None = None,
     return value
 
 
-def _resume(steps: _Steps, value: bytes | None = None, *,
-            error: BaseException | None = None) -> _Wait | _Produce | _Done:
+def _call(store: Store, call: _StoreCall) -> object:
+    """Make a store call the protocol asked for."""
+    if isinstance(call, _Get):
+        return store.get(call.key)
+    if isinstance(call, _Put):
+        store.put(call.key, call.value, ttl=call.ttl)
+    elif isinstance(call, _Claim):
+        return store.claim(call.key, lease=call.lease)
+    else:
+        store.release(call.key, call.token)
+    return None
+
+
+async def _acall(store: Store, call: _StoreCall) -> object:
+    """``_call``, awaiting the store's async twin when it has them."""
+    if not isinstance(store, AsyncStore):
+        return _call(store, call)
+    if isinstance(call, _Get):
+        return await store.aget(call.key)
+    if isinstance(call, _Put):
+        await store.aput(call.key, call.value, ttl=call.ttl)
+    elif isinstance(call, _Claim):
+        return await store.aclaim(call.key, lease=call.lease)
+    else:
+        await store.arelease(call.key, call.token)
+    return None
+
+
+def _bytes(value: object) -> bytes | None:
+    return value if isinstance(value, bytes) else None
+
+
+def _token(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _resume(steps: _Steps, value: object = None, *,
+            error: BaseException | None = None) -> _Wait | _Produce | _StoreCall | _Done:
     """Send ``value`` (or throw ``error``) into the protocol; its next step, or its result."""
     try:
         return steps.send(value) if error is None else steps.throw(error)
@@ -163,29 +232,31 @@ def _steps(store: Store, key: str, *, lease: float, timeout: float, poll: float,
     deadline = time.monotonic() + timeout
     token: str | None = None
     value: bytes | None = None
+    failure = False
     try:
         while token is None:
-            value = _accepted(store.get(key), accept)
+            value = _accepted(_bytes((yield _Get(key))), accept)
             answered(store)
             if value is not None:
                 return value
-            token = store.claim(key, lease=lease)
+            token = _token((yield _Claim(key, lease)))
             if token is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise _timed_out(store, key, timeout)
                 yield _Wait(min(poll, remaining))
         # The last owner may have stored the value and released since our get.
-        value = _accepted(store.get(key), accept)
+        value = _accepted(_bytes((yield _Get(key))), accept)
     except StoreUnavailable:
         _down(store, backoff)
-        if token is not None:
-            _release_quietly(store, key, token, backoff)
-        token = None
-    if token is None:  # the store failed: produce locally (outside the handler, so an error
-        return _checked((yield _PRODUCE))  # from produce is not chained to the store's)
+        failure = True
+    if failure:  # the store failed: release what we hold, then produce locally (outside the
+        if token is not None:  # handler, so an error from produce is not chained to it)
+            yield from _release_quietly(store, key, token, backoff)
+        return _checked((yield _PRODUCE))
+    assert token is not None
     if value is not None:
-        _release_quietly(store, key, token, backoff)
+        yield from _release_quietly(store, key, token, backoff)
         return value
     return (yield from _produce_as_owner(store, key, token, ttl, accept, backoff))
 
@@ -198,9 +269,13 @@ def _produce_as_owner(store: Store, key: str, token: str, ttl: float | None,
         value = _checked((yield _PRODUCE))
         kept = _accepted(value, accept)
         if kept is not None:
-            _quietly(store, lambda: store.put(key, kept, ttl=ttl), backoff)
-    finally:
-        _release_quietly(store, key, token, backoff)
+            yield from _quietly(store, _Put(key, kept, ttl), backoff)
+    except GeneratorExit:  # closed from outside: no step may be asked for any more
+        raise
+    except BaseException:
+        yield from _release_quietly(store, key, token, backoff)
+        raise
+    yield from _release_quietly(store, key, token, backoff)
     return value
 
 
@@ -209,21 +284,21 @@ def _accepted(value: bytes | None, accept: Accept | None) -> bytes | None:
     return value if value is not None and (accept is None or accept(value)) else None
 
 
-def _quietly(store: Store, call: Callable[[], None], backoff: float) -> None:
+def _quietly(store: Store, call: _StoreCall, backoff: float) -> Generator[_Step, object, None]:
     try:
-        call()
+        yield call
     except StoreUnavailable:
         _down(store, backoff)
 
 
-def _release_quietly(store: Store, key: str, token: str, backoff: float) -> None:
-    _quietly(store, lambda: store.release(key, token), backoff)
+def _release_quietly(store: Store, key: str, token: str,
+                     backoff: float) -> Generator[_Step, object, None]:
+    yield from _quietly(store, _Release(key, token), backoff)
 
 
-def _checked(value: bytes | None) -> bytes | None:
-    if value is not None:
-        check_value(value)
-    return value
+def _checked(value: object) -> bytes | None:
+    """What ``produce`` returned: bytes or None (anything else is refused)."""
+    return None if value is None else check_value(value)
 
 
 def _timed_out(store: Store, key: str, timeout: float) -> StoreTimeout:

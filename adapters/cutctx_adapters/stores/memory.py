@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ._base import (
+    InlineTwins,
     check_key,
     check_keys,
     check_limit,
@@ -32,12 +33,13 @@ class _Claim(NamedTuple):
     expires_at: float
 
 
-class MemoryStore:
+class MemoryStore(InlineTwins):
     """Values and claims in this process's memory, shared by its threads (not by processes).
 
     Least-recently-used values go first past ``max_entries`` or ``max_bytes`` (keys plus values);
     a value larger than ``max_bytes`` on its own is not stored. ``ttl`` (seconds) is the default
-    lifetime of a value, ``None`` for none; ``put(..., ttl=)`` overrides it.
+    lifetime of a value, ``None`` for none; ``put(..., ttl=)`` overrides it. The async twins
+    (``aget``, ...) run inline: nothing here waits.
 
     >>> store = MemoryStore()
     >>> store.put("summary:ab12", b'{"text": "..."}')

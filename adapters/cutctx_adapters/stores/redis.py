@@ -2,16 +2,19 @@
 
 Needs ``cutctx[redis]`` (redis-py), imported when a store is made, so ``cutctx_adapters.stores``
 imports without it. Values live under ``<prefix>v:<key>``, claims under ``<prefix>c:<key>``.
+Over a sync ``redis.Redis`` the async twins run in a worker thread; over a
+``redis.asyncio.Redis`` they await it (and the sync calls refuse: there is no loop to run them).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import secrets
 import threading
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cutctx import ValidationError
 
@@ -28,6 +31,7 @@ from ._base import (
 
 if TYPE_CHECKING:
     import redis
+    import redis.asyncio
 
 __all__ = ["RedisStore"]
 
@@ -40,10 +44,12 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+_ASYNC_ONLY = "async client: call aget/aput/... (a session's aprepare does)"
 
 
 class RedisStore:
-    """A store over a sync redis-py client the caller built (``decode_responses=False``).
+    """A store over a redis-py client the caller built (``decode_responses=False``): a sync
+    ``redis.Redis``, or a ``redis.asyncio.Redis`` for async code (a proxy, ``aprepare``).
 
     Every value expires: ``ttl`` seconds unless ``put`` gives one. Values longer than
     ``max_value_bytes`` are silently not stored (``get`` then finds nothing, and the caller
@@ -51,13 +57,15 @@ class RedisStore:
     deletes in one Lua script. ``close`` marks the store closed; the client stays the caller's.
     """
 
-    def __init__(self, client: redis.Redis, *, prefix: str = "cutctx:",
+    def __init__(self, client: redis.Redis | redis.asyncio.Redis, *, prefix: str = "cutctx:",
                  ttl: float = 7 * 24 * 3600.0, max_value_bytes: int = 8 * 1024 * 1024) -> None:
         require("redis", "redis")
         import redis as redis_py
+        import redis.asyncio as redis_async
 
-        if not isinstance(client, redis_py.Redis):
-            raise ValidationError("RedisStore needs a sync redis.Redis client",
+        self.is_async = isinstance(client, redis_async.Redis)
+        if not self.is_async and not isinstance(client, redis_py.Redis):
+            raise ValidationError("RedisStore needs a redis.Redis or redis.asyncio.Redis client",
                                   {"rule": "redis_client", "type": type(client).__name__})
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValidationError("RedisStore needs a client made with decode_responses=False: "
@@ -68,7 +76,7 @@ class RedisStore:
         self.prefix = prefix
         self.ttl = check_seconds(ttl, "ttl")
         self.max_value_bytes = check_limit(max_value_bytes, "max_value_bytes")
-        self._client = client
+        self._client: Any = client
         self._release = client.register_script(_RELEASE)
         self._failure: type[Exception] = redis_py.RedisError
         self._closed = threading.Event()
@@ -77,37 +85,77 @@ class RedisStore:
         return (f"RedisStore(prefix={self.prefix!r}, ttl={self.ttl}, "
                 f"max_value_bytes={self.max_value_bytes})")
 
-    def get(self, key: str) -> bytes | None:
+    # --- what each call sends: one recipe, run by the sync calls or awaited by the twins ----
+
+    def _get(self, key: str) -> Callable[[], Any]:
         name = self._value_name(check_key(key))
-        return _bytes_or_none(self._call("get", lambda: self._client.get(name)))
+        return lambda: self._client.get(name)
 
-    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+    def _get_many(self, keys: Sequence[str]) -> Callable[[], Any] | None:
         names = [self._value_name(key) for key in check_keys(keys)]
-        if not names:
-            return []
-        values = self._call("get_many", lambda: self._client.mget(names))
-        return [_bytes_or_none(value) for value in values]
+        return (lambda: self._client.mget(names)) if names else None
 
-    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        """Store ``value`` for ``ttl`` (or the store's) seconds; skip it if too long."""
+    def _put(self, key: str, value: bytes, ttl: float | None) -> Callable[[], Any] | None:
         name = self._value_name(check_key(key))
         check_value(value)
         lifetime = check_optional_seconds(ttl, "ttl") or self.ttl
         if len(value) > self.max_value_bytes:
-            return
-        self._call("put", lambda: self._client.set(name, value, px=_milliseconds(lifetime)))
+            return None
+        return lambda: self._client.set(name, value, px=_milliseconds(lifetime))
 
-    def claim(self, key: str, *, lease: float) -> str | None:
+    def _claim(self, key: str, lease: float, token: str) -> Callable[[], Any]:
         name = self._claim_name(check_key(key))
         seconds = check_seconds(lease, "lease")
+        return lambda: self._client.set(name, token, nx=True, px=_milliseconds(seconds))
+
+    def _released(self, key: str, token: str) -> Callable[[], Any]:
+        name = self._claim_name(check_key(key))
+        return lambda: self._release(keys=[name], args=[token])
+
+    # --- the sync calls -----------------------------------------------------------------------
+
+    def get(self, key: str) -> bytes | None:
+        return _bytes_or_none(self._call("get", self._get(key)))
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        send = self._get_many(keys)
+        return [] if send is None else [_bytes_or_none(v) for v in self._call("get_many", send)]
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        """Store ``value`` for ``ttl`` (or the store's) seconds; skip it if too long."""
+        send = self._put(key, value, ttl)
+        if send is not None:
+            self._call("put", send)
+
+    def claim(self, key: str, *, lease: float) -> str | None:
         token = secrets.token_hex(16)
-        taken = self._call("claim", lambda: self._client.set(
-            name, token, nx=True, px=_milliseconds(seconds)))
-        return token if taken else None
+        return token if self._call("claim", self._claim(key, lease, token)) else None
 
     def release(self, key: str, token: str) -> None:
-        name = self._claim_name(check_key(key))
-        self._call("release", lambda: self._release(keys=[name], args=[token]))
+        self._call("release", self._released(key, token))
+
+    # --- the async twins ----------------------------------------------------------------------
+
+    async def aget(self, key: str) -> bytes | None:
+        return _bytes_or_none(await self._acall("get", self._get(key)))
+
+    async def aget_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        send = self._get_many(keys)
+        if send is None:
+            return []
+        return [_bytes_or_none(v) for v in await self._acall("get_many", send)]
+
+    async def aput(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        send = self._put(key, value, ttl)
+        if send is not None:
+            await self._acall("put", send)
+
+    async def aclaim(self, key: str, *, lease: float) -> str | None:
+        token = secrets.token_hex(16)
+        return token if await self._acall("claim", self._claim(key, lease, token)) else None
+
+    async def arelease(self, key: str, token: str) -> None:
+        await self._acall("release", self._released(key, token))
 
     def close(self) -> None:
         """Refuse later calls (``StoreUnavailable``); the caller's client is left open."""
@@ -119,11 +167,24 @@ class RedisStore:
     def _claim_name(self, key: str) -> str:
         return f"{self.prefix}c:{key}"
 
-    def _call(self, operation: str, call: Callable[[], _T]) -> _T:
+    def _call(self, operation: str, send: Callable[[], _T]) -> _T:
+        if self._closed.is_set():
+            raise unavailable(self, operation, None)
+        if self.is_async:
+            raise unavailable(self, operation, _ASYNC_ONLY)
+        try:
+            return send()
+        except self._failure as exc:
+            raise unavailable(self, operation, exc) from exc
+
+    async def _acall(self, operation: str, send: Callable[[], Any]) -> Any:
+        if not self.is_async:
+            return await asyncio.to_thread(self._call, operation, send)
         if self._closed.is_set():
             raise unavailable(self, operation, None)
         try:
-            return call()
+            sent: Awaitable[Any] = send()
+            return await sent
         except self._failure as exc:
             raise unavailable(self, operation, exc) from exc
 
