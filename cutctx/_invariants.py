@@ -45,6 +45,9 @@ class PlanFields(Protocol):
     def budget_unmet(self) -> bool: ...
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+_RECENT_ACTIONS = frozenset({Action.CLIP, Action.DEDUPLICATE})
+"""What may replace a turn protected only for being recent: its head and tail, or a pointer to
+an identical later copy (which loses nothing)."""
 
 
 def _fail(rule: str, message: str, **details: object) -> ValidationError:
@@ -135,7 +138,7 @@ def _one_pass(
     turns = transcript.turns
     if len(actions) != len(turns):
         return None
-    keep, clip, system, action_type = Action.KEEP, Action.CLIP, Role.SYSTEM, TurnAction
+    keep, recent, system, action_type = Action.KEEP, _RECENT_ACTIONS, Role.SYSTEM, TurnAction
     after = saved = 0
     removes = False
     groups: dict[str, list[str]] = {}
@@ -150,7 +153,7 @@ def _one_pass(
             continue
         replacement = action.replacement
         if untouchable:
-            if kind is not clip or turn.role is system or turn.pinned:
+            if kind not in recent or turn.role is system or turn.pinned:
                 return None
             if replacement is not None:
                 saved += max(0, turn.token_estimate - replacement.token_estimate)
@@ -177,13 +180,13 @@ def _one_pass(
 
 def _clipped_savings(plan: PlanFields, transcript: Transcript,
                      structure: Structure) -> int:
-    """Tokens the plan's clips of untouchable (recent) turns take off them; 0 for a plan that
-    keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
+    """Tokens the plan's clips and pointers of untouchable (recent) turns take off them; 0 for
+    a plan that keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
     saved = 0
-    clip = Action.CLIP
+    recent = _RECENT_ACTIONS
     for action, turn, untouchable in zip(plan.actions, transcript.turns, structure.untouchable,
                                          strict=False):
-        if (untouchable and action.action is clip and action.replacement is not None
+        if (untouchable and action.action in recent and action.replacement is not None
                 and action.turn_id == turn.turn_id):
             saved += max(0, turn.token_estimate - action.replacement.token_estimate)
     return saved
@@ -269,11 +272,11 @@ def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structur
         for action, untouchable, whole in zip(actions, structure.untouchable, structure.whole,
                                               strict=True)
         if untouchable and action.action is not Action.KEEP
-        and (whole or action.action is not Action.CLIP)
+        and (whole or action.action not in _RECENT_ACTIONS)
     ]
     if bad:
         raise _fail("untouchable_kept", "untouchable turns must be KEEP (a turn protected only "
-                    "for being recent may be CLIP)", turn_ids=bad[:10])
+                    "for being recent may be CLIP or DEDUPLICATE)", turn_ids=bad[:10])
 
 
 def _check_exchanges(

@@ -63,7 +63,8 @@ class Structure:
     """Turns no policy may remove: every SYSTEM turn, every pinned turn, the newest ones."""
     whole: tuple[bool, ...]
     """The untouchable turns kept exactly as they are (SYSTEM and pinned); a turn protected
-    only for being recent may be clipped (its head and tail kept), never masked or removed."""
+    only for being recent may be clipped (its head and tail kept) or deduplicated (a pointer to
+    an identical later copy), never masked or removed."""
     untouchable_tokens: int
 
     def __init__(self, transcript: Transcript, untouchable: tuple[bool, ...],

@@ -22,8 +22,8 @@ from cutctx import (
 from .errors import SummarizationFailed, SummaryRejected
 from .history import span_key
 
-__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
-           "span_key"]
+__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil",
+           "asummarize", "fulfil", "span_key", "summarize"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
 """A function that writes one summary: given the plan's request (its prompt id and target
@@ -117,14 +117,7 @@ def fulfil(
         if cached is not None:  # one read: an entry evicted in between cannot be half-seen
             summaries[request.group_id] = cached
             continue
-        try:
-            text = summarizer(request, turns)
-        except Exception as exc:
-            raise _failure(request, exc) from exc
-        if inspect.isawaitable(text):
-            _close(text)
-            raise _failure(request, "AsyncSummarizerInSyncPath")
-        summaries[request.group_id] = _checked(request, text, check)
+        summaries[request.group_id] = summarize(request, turns, summarizer, check)
         if cache is not None:
             cache[key] = summaries[request.group_id]
     return summaries
@@ -147,19 +140,39 @@ async def afulfil(
         cached = None if cache is None else cache.get(key)
         if cached is not None:
             return request.group_id, cached
-        try:
-            text = summarizer(request, turns)
-            if inspect.isawaitable(text):
-                text = await text
-        except Exception as exc:
-            raise _failure(request, exc) from exc
-        checked = _checked(request, text, check)
+        checked = await asummarize(request, turns, summarizer, check)
         if cache is not None:
             cache[key] = checked
         return request.group_id, checked
 
     results = await asyncio.gather(*(one(r) for r in plan.summarization_requests))
     return dict(results)
+
+
+def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+              summarizer: AnySummarizer, check: SummaryCheck | None = None) -> str:
+    """One summary of ``turns``, checked (``SummarizationFailed`` naming the group if the
+    summarizer fails, answers nothing or awaits in this sync path, or ``check`` refuses it)."""
+    try:
+        text = summarizer(request, turns)
+    except Exception as exc:
+        raise _failure(request, exc) from exc
+    if inspect.isawaitable(text):
+        _close(text)
+        raise _failure(request, "AsyncSummarizerInSyncPath")
+    return _checked(request, text, check)
+
+
+async def asummarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+                     summarizer: AnySummarizer, check: SummaryCheck | None = None) -> str:
+    """``summarize``, awaiting an async summarizer."""
+    try:
+        text = summarizer(request, turns)
+        if inspect.isawaitable(text):
+            text = await text
+    except Exception as exc:
+        raise _failure(request, exc) from exc
+    return _checked(request, text, check)
 
 
 def _close(awaitable: Any) -> None:

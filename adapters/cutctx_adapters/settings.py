@@ -41,6 +41,7 @@ from .reports import CallReport
 from .stores import Store
 
 __all__ = [
+    "MIN_TOKENS",
     "CompactKeywords",
     "CompactionSettings",
     "Goal",
@@ -51,6 +52,7 @@ __all__ = [
     "Setting",
     "SettingsKeywords",
     "budget_or_window",
+    "check_default_trigger",
     "fraction_or_tokens",
     "goal_of",
     "planning_settings",
@@ -290,6 +292,11 @@ def _plain(value: object) -> object:
     return type(value).__name__
 
 
+MIN_TOKENS = 128
+"""The fewest tokens ``trigger`` or ``target`` may name: no request is smaller. An int is a
+token count, so ``target=2`` (two tokens, not twice the budget) is refused, not obeyed."""
+
+
 def fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
     """A float in (0, 1] is a share of ``budget``; an int >= 0 is tokens (at most ``budget``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -335,17 +342,37 @@ def _check_windows(windows: object) -> None:
 
 
 def _check_hysteresis(trigger: float | int | None, target: float | int) -> None:
-    """Both a share or a token count; the trigger above the target when they can be compared
-    without a budget (both shares, or both token counts)."""
-    fraction_or_tokens(target, 1, "target")
+    """Both a share or a token count (of at least ``MIN_TOKENS``); the trigger above the target
+    when they can be compared without a budget (both shares, both token counts, or a share
+    target against the default trigger, which is at most the whole budget)."""
+    for name, value in (("target", target), ("trigger", trigger)):
+        if value is None:
+            continue
+        fraction_or_tokens(value, 1, name)
+        if isinstance(value, int) and value < MIN_TOKENS:
+            raise ValidationError(
+                f"{name}={value} is a token count ({value} tokens), too small for any request "
+                f"(at least {MIN_TOKENS}); a share of the budget is a float in (0, 1], e.g. "
+                "0.5", {"field": name, "rule": "too_few_tokens"})
     if trigger is None:
+        check_default_trigger(target, 0.0)
         return
-    fraction_or_tokens(trigger, 1, "trigger")
     if isinstance(trigger, float) == isinstance(target, float) and trigger <= target:
         raise ValidationError(
             f"trigger ({trigger}) must be above target ({target}): compaction starts over the "
             "trigger and goes down to the target, so later calls append to a cached prefix",
             {"field": "trigger", "rule": "trigger_above_target"})
+
+
+def check_default_trigger(target: float | int, margin: float) -> None:
+    """Refuse a share ``target`` at or above the default trigger (the budget less ``margin``,
+    a format's allowance for estimate error); a token target is compared at each call."""
+    if isinstance(target, float) and target >= 1 - margin:
+        raise ValidationError(
+            f"target ({target}) must be below the default trigger ({1 - margin:g} of the "
+            "budget): compaction starts over the trigger and goes down to the target, so later "
+            "calls append to a cached prefix (pass a lower target, or a trigger)",
+            {"field": "target", "rule": "trigger_above_target"})
 
 
 def _check_callables(settings: CompactionSettings) -> None:

@@ -6,9 +6,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._digest import share_text_facts
-from .._replaced import REFERS_TO_KEY, is_final, source_ranges
+from .._replaced import KIND_KEY, REFERS_TO_KEY, source_ranges
 from .._structure import Structure
-from ..actions import REPLACING_ACTIONS, Action, SummarizationRequest, TurnAction, TurnReplacement
+from ..actions import (
+    REPLACEMENT_KIND,
+    REPLACING_ACTIONS,
+    Action,
+    SummarizationRequest,
+    TurnAction,
+    TurnReplacement,
+)
 from ..errors import BudgetUnsatisfiable, ValidationError
 from ..executor import replaced_turn
 from ..plan import CompactionPlan, CompactionPolicy, build_plan, keep_all
@@ -21,6 +28,7 @@ from .tool_masking import ToolResultMaskingPolicy
 __all__ = ["PolicyChain", "default_chain"]
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 _PLAIN_MASK = ToolResultMaskingPolicy(0)
 """Writes the stub a deduplicated turn falls back to (no digest: its own text is a pointer)."""
 
@@ -120,18 +128,20 @@ class _Decisions:
         actions[position] = action
 
     def repoint(self) -> None:
-        """A deduplicated stub whose later copy the plan does not keep whole (masked, clipped,
-        summarized, dropped) points at nothing: it becomes a mask stub, as its result would
-        have been, so no stub claims a copy the request does not hold."""
+        """A deduplicated stub whose later copy the plan takes away (masks, summarizes, drops)
+        points at nothing: it becomes a mask stub, as its result would have been, so no stub
+        claims a copy the request does not hold. A copy clipped to its share is still there,
+        its marker naming the same original: the stub keeps pointing at it."""
         actions = self.decided()
         turns = self.transcript.turns
-        deduplicate, keep = Action.DEDUPLICATE, Action.KEEP
+        deduplicate, keep, clip = Action.DEDUPLICATE, Action.KEEP, Action.CLIP
         pointers = [p for p, action in enumerate(actions)
                     if action.action is deduplicate] + _pointer_positions(self.transcript)
         if not pointers:
             return
         kept = {action.turn_id for action, turn in zip(actions, turns, strict=True)
-                if action.action is keep and not is_final(turn)}
+                if action.action is clip or (
+                    action.action is keep and turn.metadata.get(KIND_KEY) in (None, CLIPPED))}
         for position in sorted(set(pointers)):
             action, turn = actions[position], turns[position]
             if action.action is Action.DEDUPLICATE and action.replacement is not None:

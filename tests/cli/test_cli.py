@@ -879,8 +879,9 @@ def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_pat
 def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A huge newest tool result is clipped (strict or not: a result over its share always
-    is); a huge newest user message is clipped by default, refused with --strict; the task is
-    kept unless --no-keep-task."""
+    is), and so is a huge newest user message (its share, like a tool result); a huge recent
+    assistant message is dropped by default, refused with --strict; the task is kept unless
+    --no-keep-task."""
     history = _tool_history("bash")
     history[-1]["content"] = "line of log output\n" * 20_000
     path, out_path = tmp_path / "huge.json", tmp_path / "out.json"
@@ -896,6 +897,16 @@ def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                        {"role": "user", "content": person}]),
                            encoding="utf-8")
     code, _out, err = _main(capsys, "compact", observation, "--budget", "1500", "--strict",
+                            "-o", out_path)
+    assert code == 0, err
+    assert "cutctx clipped this message" in json.loads(out_path.read_text())[-1]["content"]
+    rambling = tmp_path / "rambling.json"
+    rambling.write_text(json.dumps([*history[:-1], {**history[-1], "content": "done"},
+                                    {"role": "assistant", "content": person},
+                                    {"role": "user", "content": "Go on."}]), encoding="utf-8")
+    code, _out, err = _main(capsys, "compact", rambling, "--budget", "1500", "-o", out_path)
+    assert code == 0, err
+    code, _out, err = _main(capsys, "compact", rambling, "--budget", "1500", "--strict",
                             "-o", out_path)
     assert code == 2 and "budget cannot be met" in err
     code, out, err = _main(capsys, "compact", path, "--budget", "1500", "--no-keep-task",

@@ -188,6 +188,11 @@ class Provider:
         """The text of the paste in a sent newest message."""
         raise NotImplementedError
 
+    def with_ramble(self, history: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+        """The history with a recent assistant message of ``text`` (no policy may clip it) and a
+        short user message after it."""
+        raise NotImplementedError
+
     def tools(self, count: int) -> list[dict[str, Any]]:
         raise NotImplementedError
 
@@ -353,6 +358,10 @@ class _OpenAIChat(Provider):
 
     def with_paste(self, history: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
         return [*history[:-1], {"role": "user", "content": text}]
+
+    def with_ramble(self, history: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+        return [*history[:-1], {"role": "assistant", "content": text},
+                {"role": "user", "content": "Continue."}]
 
     def pasted(self, message: Mapping[str, Any]) -> str:
         text: str = message["content"]
@@ -547,6 +556,10 @@ class _AnthropicMessages(Provider):
     def pasted(self, message: Mapping[str, Any]) -> str:
         text: str = message["content"][-1]["text"]
         return text
+
+    def with_ramble(self, history: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+        return [*history, {"role": "assistant", "content": text},
+                {"role": "user", "content": "Continue."}]
 
     def tools(self, count: int) -> list[dict[str, Any]]:
         return [{"name": f"tool_{i}", "description": "Does a thing. " * 40,

@@ -500,7 +500,8 @@ def test_a_newest_message_over_the_window_is_clipped_and_sent(provider: Provider
 
 def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
         provider: Provider, route: respx.Route) -> None:
-    history = provider.with_paste(provider.agent_history(3), f"{MARKER} " + "paste " * 7_000)
+    # a recent assistant message no policy may clip
+    history = provider.with_ramble(provider.agent_history(3), f"{MARKER} " + "ramble " * 7_000)
     client = wrap(provider, provider.sdk(), strict=True)
     with pytest.raises(BudgetUnsatisfiable) as caught:
         create(provider, client, history)
@@ -514,7 +515,7 @@ def test_with_strict_nothing_is_sent_when_the_newest_turns_cannot_fit(
 @pytest.mark.anyio
 async def test_async_budget_and_window_errors_send_nothing(provider: Provider,
                                                            route: respx.Route) -> None:
-    history = provider.with_paste(provider.agent_history(3), "paste " * 7_000)
+    history = provider.with_ramble(provider.agent_history(3), "ramble " * 7_000)
     strict = provider.resource(wrap(provider, provider.async_sdk(), strict=True))
     with pytest.raises(BudgetUnsatisfiable):
         await strict.create(**provider.call(history))

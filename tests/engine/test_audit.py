@@ -249,9 +249,15 @@ def test_a_deduplicated_stub_names_its_copy_by_tool_call_and_never_a_missing_one
     hard = chat.compact(history, budget=total // 5, estimator=CHARS, keep_recent=1,
                         keep_recent_results=0)
     assert hard.messages is not None
-    text = json.dumps(hard.messages)
-    if "cutctx clipped" in text or "masked by cutctx" in text.split("call_c")[-1]:
-        assert "identical to" not in text  # the copy went: no stub points at it
+    # lossless first: the copy is clipped (still there, its marker naming the same original)
+    # and the first read points at it rather than being clipped too
+    assert hard.report.deduplicated_turn_ids == ("m3",) and "m7" in hard.report.clipped_turn_ids
+    assert hashlib.sha256(same.encode()).hexdigest() in str(hard.messages[7]["content"])
+    gone = chat.compact(history, budget=total // 12, estimator=CHARS, keep_recent=1,
+                        keep_recent_results=0)
+    assert gone.messages is not None
+    assert "m7" in gone.report.masked_turn_ids  # the copy went: no stub points at it
+    assert "identical to" not in json.dumps(gone.messages)
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "responses"])

@@ -16,6 +16,7 @@ from openai import OpenAI
 
 from cutctx import (
     OBSERVATION_KEY,
+    REQUIREMENTS_PLACEHOLDER,
     CharRatioEstimator,
     CompactionBudget,
     CompactionExecutor,
@@ -326,7 +327,15 @@ def test_compact_masks_old_outputs_and_never_what_a_person_typed() -> None:
 
 
 def test_observations_none_keeps_user_messages_as_user_turns() -> None:
-    assert compacted(swe_agent_history(), observations="none") == {}
+    history = swe_agent_history()
+    result = chat.compact(history, budget=chat.count_tokens(history) * 2 // 3, keep_recent=2,
+                          keep_recent_results=1, digest_tokens=32, max_result_share=1.0,
+                          observations="none")
+    assert result.messages is not None
+    for replaced in result.replacements:  # a person's message is shortened, never masked
+        assert replaced.kind == "masked"   # as a tool result would be
+        index = int(replaced.turn_id[1:])
+        assert str(result.messages[index]["content"]).startswith(REQUIREMENTS_PLACEHOLDER)
 
 
 def test_a_callable_names_the_observations_of_an_agents_own_convention() -> None:

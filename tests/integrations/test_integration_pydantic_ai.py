@@ -275,8 +275,9 @@ def _log(lines: int) -> str:
 
 
 def test_a_clip_is_a_copy_of_its_own_prompt() -> None:
-    """The older of two prompts in a row dropped, the newer (a pasted log) clipped: the clip
-    stands in the newer's request (issue 39, item 13: it went out in the dropped one's)."""
+    """Two prompts in a row, the newer a pasted log clipped: the clip stands in the newer's
+    request (issue 39, item 13: it went out in the older one's), and the older, dropped or
+    clipped to its own share, is never the log's."""
     spy = _Spy()
     capability = CompactionCapability(window=fw.WINDOW, reserve=fw.RESERVE)
     remark = ModelRequest(parts=[UserPromptPart("Some context first. " * 150)],
@@ -289,8 +290,11 @@ def test_a_clip_is_a_copy_of_its_own_prompt() -> None:
     report = capability.last_report
     assert report is not None and report.turns is not None and report.turns.clipped
     run, sent = spy.calls[0]
-    assert not any(isinstance(message, ModelRequest) and message.metadata == remark.metadata
-                   for message in sent)
+    for message in sent:
+        if isinstance(message, ModelRequest) and message.metadata == remark.metadata:
+            older = message.parts[0]
+            assert isinstance(older, UserPromptPart)
+            assert str(older.content).startswith("Some context first.")
     clip = sent[-1]
     assert isinstance(clip, ModelRequest) and clip.metadata == run[-1].metadata
     prompt = clip.parts[0]

@@ -72,8 +72,8 @@ def test_every_item_sent_names_the_given_items_it_comes_from(
 
 
 def test_a_clip_after_a_dropped_user_message_names_its_own_message() -> None:
-    """Two user messages in a row, the older dropped and the newer clipped as the last resort:
-    the clip comes from the newer (the hooks used to guess the older)."""
+    """Two user messages in a row, the newer clipped to its share: the clip comes from the
+    newer (the hooks used to guess the older), the older (dropped or clipped) from itself."""
     history = [{"role": "system", "content": "Be brief."},
                {"role": "user", "content": "The task. " * 20},
                {"role": "assistant", "content": "Ok."},
@@ -82,8 +82,12 @@ def test_a_clip_after_a_dropped_user_message_names_its_own_message() -> None:
     session = CompactionSession(chat.FORMAT, window=3_000, reserve=500, estimator=ESTIMATOR)
     prepared = session.prepare(model="gpt-4o", messages=history)
     assert prepared.sources is not None
-    fates = [(source.fate, source.positions) for source in prepared.sources]
-    assert ("clipped", (4,)) in fates and all(positions != (3,) for _, positions in fates)
+    sent = prepared.request["messages"]
+    assert len(sent) == len(prepared.sources)
+    origins = {str(message["content"])[:10]: (source.fate, source.positions)
+               for message, source in zip(sent, prepared.sources, strict=True)}
+    assert origins["log line 0"] == ("clipped", (4,))
+    assert origins.get("An earlier", ("clipped", (3,)))[1] == (3,)
 
 
 def test_anthropic_merges_blocks_so_it_names_no_sources() -> None:

@@ -8,6 +8,7 @@ rendered request against the budget.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
@@ -42,8 +43,11 @@ __all__ = [
     "acompacted",
     "arun",
     "compacted",
+    "length_check",
+    "planned",
     "resolve_budget",
     "run",
+    "stand_in",
     "start",
     "stub_estimator",
     "summary_check",
@@ -275,9 +279,14 @@ def _require_summarizer(job: Job, summarizer: object | None) -> None:
                               {"group_ids": [r.group_id for r in job.plan.summarization_requests]})
 
 
-def _check_length(job: Job, request: SummarizationRequest, text: str) -> None:
-    """Refuse a summary much longer than its plan allowed: it would not fit where it goes."""
-    tokens = job.estimator.estimate_tokens(text)
+def length_check(estimator: TokenEstimator) -> Callable[[SummarizationRequest, str], None]:
+    """Refuses (``SummarizationFailed``) a summary much longer than its plan allowed (it would
+    not fit where it goes), counted with ``estimator``."""
+    return functools.partial(_refuse_long, estimator)
+
+
+def _refuse_long(estimator: TokenEstimator, request: SummarizationRequest, text: str) -> None:
+    tokens = estimator.estimate_tokens(text)
     allowed = allowed_tokens(request.target_tokens)
     if tokens > allowed:
         raise SummarizationFailed(
@@ -386,10 +395,38 @@ def _steps(job: Job) -> Generator[Job, Outcome, CompactionResult]:
 
 def summary_check(job: Job) -> Callable[[SummarizationRequest, str], None]:
     """How ``job`` vets a summary before it is used (or stored): ``SummarizationFailed`` if not."""
-    def check(request: SummarizationRequest, text: str) -> None:
-        _check_length(job, request, text)
+    return length_check(job.estimator)
 
-    return check
+
+def stand_in(target_tokens: int, estimator: TokenEstimator) -> str:
+    """A summary's place-holding text, as long as a summary planned at ``target_tokens`` may
+    be (``allowed_tokens``, by ``estimator``): what is measured where the text is not written
+    yet — the same for every worker, and never less than the text that will stand there."""
+    tokens = allowed_tokens(target_tokens)
+    words = max(1, tokens)
+    for _ in range(3):
+        text = " ".join(["summary"] * words)
+        counted = estimator.estimate_tokens(text)
+        if counted == tokens or counted <= 0:
+            break
+        words = max(1, round(words * tokens / counted))
+    return " ".join(["summary"] * words)
+
+
+def planned(job: Job) -> CompactionResult:
+    """``job`` applied with every summary it asks for standing in at the most its plan allows
+    (``stand_in``): what a session's walk measures, so where it compacts never depends on a
+    model's words; the summaries the walk keeps are written once it ends."""
+    steps = _steps(job)
+    try:
+        wanted = next(steps)
+        while True:
+            wanted = steps.send({request.group_id: stand_in(request.target_tokens,
+                                                            wanted.estimator)
+                                 for request in wanted.plan.summarization_requests})
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result
 
 
 def run(job: Job, summarizer: AnySummarizer | None = None,

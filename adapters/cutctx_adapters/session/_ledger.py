@@ -44,7 +44,8 @@ class Ledger:
     covered_turns: int
     """Turns of the history's conversion the view stands for (a message may be several)."""
     tokens: int
-    """Prompt tokens of the view as rendered at that event (overhead included)."""
+    """Prompt tokens of the view as rendered at that event (overhead included), each summary
+    as long as its plan allows (``unwritten`` says by how much their texts differ)."""
     positions: tuple[int | None, ...] = ()
     """Where each view turn stands in the history's conversion (None: a summary), so that a
     later call finds them without indexing the whole history; empty: look them up by id."""
@@ -57,6 +58,10 @@ class Ledger:
     """Whether the view is cutctx's own compaction: an event masked, clipped, deduplicated,
     summarized or dropped a turn (False: it only left out what a provider's compaction
     covers, so the view is the history less that)."""
+    unwritten: int = 0
+    """Tokens the view's summary texts take beyond their stand-ins (0 or less: ``tokens``
+    measures each at the most its plan allows, so where the next events fall never depends
+    on a model's words): added for what a call reports, never for where it compacts."""
 
     @property
     def empty(self) -> bool:

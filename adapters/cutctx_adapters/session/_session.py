@@ -12,23 +12,26 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from cutctx import (
     BudgetUnsatisfiable,
     CompactionPolicy,
+    SummarizationRequest,
     TokenEstimator,
     TranscriptTurn,
     ValidationError,
 )
 
 from ..counting import CountCache, check_model, prompt_budget
-from ..fulfil import AnySummarizer, SummaryCheck
+from ..errors import SummarizationFailed
+from ..fulfil import AnySummarizer, SummaryCheck, asummarize, summarize
 from ..history import (
     Conversion,
     Growing,
@@ -51,6 +54,8 @@ from ..planning import (
     OnSummaryError,
     Replacement,
     given,
+    length_check,
+    planned,
     resolve_budget,
     start,
     summary_check,
@@ -64,6 +69,7 @@ from ..settings import (
     ReportCallback,
     Setting,
     SettingsKeywords,
+    check_default_trigger,
     fraction_or_tokens,
     kind_of,
 )
@@ -84,6 +90,7 @@ from ._ledger import (
 from ._recent import Recent, RecentHistories, sent_alike
 from ._summaries import SharedSummaries
 from ._telemetry import observed, tell
+from ._writing import Pending, ToWrite, is_summary, to_write, with_stand_ins, with_texts
 
 __all__ = ["CompactionSession", "PrefixCheck"]
 
@@ -142,6 +149,8 @@ class _Walked:
     fell_back: bool = False
     """An event planned again without its summaries (a summary failed): what it left is not
     what the history and the store say, so it is sent but not remembered."""
+    pending: Pending = field(default_factory=dict)
+    """The summaries this walk's events planned, still standing in (``_writing``)."""
 
 
 class CompactionSession:
@@ -198,6 +207,8 @@ class CompactionSession:
         self.format = format
         self.model = check_model(model)
         self.settings = CompactionSettings.of(settings, **keywords)
+        if self.trigger is None:  # the default trigger leaves this format's margin
+            check_default_trigger(self.target, format.safety_margin)
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
@@ -244,14 +255,14 @@ class CompactionSession:
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.sync
-        steps = self._walk(call)
+        walked = self._walked(call)
         try:
-            job = next(steps)
-            while True:
-                job = steps.send(_run(job, self._shared(call, job, wrap)))
-        except StopIteration as done:
-            walked: _Walked = done.value
-        view = self._view(call, walked)
+            todo, summarizer, check = self._to_write(call, walked, wrap)
+            texts = {item.turn_id: summarize(item.request, item.turns, summarizer, check)
+                     for item in todo}
+        except SummarizationFailed as failure:
+            walked, texts = self._without_summaries(call, failure), {}
+        walked, view = self._settled(call, walked, texts)
         extra = self._over_budget_job(call, walked, view)
         result = None if extra is None else _run(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
@@ -261,17 +272,57 @@ class CompactionSession:
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.asynchronous
-        steps = self._walk(call)
+        walked = self._walked(call)
         try:
-            job = next(steps)
-            while True:
-                job = steps.send(await _arun(job, self._shared(call, job, wrap)))
-        except StopIteration as done:
-            walked: _Walked = done.value
-        view = self._view(call, walked)
+            todo, summarizer, check = self._to_write(call, walked, wrap)
+            written = await asyncio.gather(*(
+                asummarize(item.request, item.turns, summarizer, check) for item in todo))
+            texts = {item.turn_id: text for item, text in zip(todo, written, strict=True)}
+        except SummarizationFailed as failure:
+            walked, texts = self._without_summaries(call, failure), {}
+        walked, view = self._settled(call, walked, texts)
         extra = self._over_budget_job(call, walked, view)
         result = None if extra is None else await _arun(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
+
+    def _walked(self, call: _Call, *, summarize: bool = True) -> _Walked:
+        """The walk, each event applied with its summaries standing in (no summarizer is called
+        while it runs: what it keeps is written after)."""
+        steps = self._walk(call, summarize=summarize)
+        try:
+            job = next(steps)
+            while True:
+                job = steps.send(planned(job))
+        except StopIteration as done:
+            walked: _Walked = done.value
+            return walked
+
+    def _to_write(self, call: _Call, walked: _Walked,
+                  wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]
+                  ) -> tuple[list[ToWrite], AnySummarizer, SummaryCheck]:
+        """The summaries the walk's final view keeps that still stand in, the session's
+        summarizer through its store (``wrap``: the sync or async way) and their check."""
+        check = length_check(call.estimator)
+
+        def peek(request: SummarizationRequest, turns: tuple[TranscriptTurn, ...]
+                 ) -> str | None:
+            return self._summaries.peek(request, turns, check)
+
+        todo = (to_write(walked.ledger.view, walked.pending, _known_texts(call), peek)
+                if walked.pending else [])
+        if not todo or self.summarizer is None:  # (a walk plans summaries only with one)
+            return [], _no_summarizer, check
+        return todo, wrap(self.summarizer, check, call.estimator), check
+
+    def _without_summaries(self, call: _Call, failure: SummarizationFailed) -> _Walked:
+        """A summary failed: the walk again without summarizing, sent but not remembered
+        (``on_summary_error="fallback"``; else the failure is raised)."""
+        if self.on_summary_error != "fallback":
+            raise failure
+        walked = self._walked(call, summarize=False)
+        last = None if walked.last is None else replace(walked.last,
+                                                        summarization_fallback=True)
+        return replace(walked, last=last, fell_back=True)
 
     def _shared(self, call: _Call, job: Job,
                 wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]
@@ -409,9 +460,11 @@ class CompactionSession:
 
     # --- the walk: compaction events where the history itself says ---------------------------
 
-    def _walk(self, call: _Call) -> Generator[Job, CompactionResult, _Walked]:
+    def _walk(self, call: _Call, *, summarize: bool = True
+              ) -> Generator[Job, CompactionResult, _Walked]:
         """Measure the view at every point the history could end; compact where it is over the
-        trigger. Resumes after the known state's history: points before it were walked then."""
+        trigger. Resumes after the known state's history: points before it were walked then.
+        Summaries stand in at their planned size (``_writing``)."""
         ledger = call.known.ledger if call.known is not None else EMPTY
         sums = call.sums
         points: Sequence[tuple[int, int]] = call.boundaries
@@ -420,6 +473,7 @@ class CompactionSession:
         points = points[bisect_right(points, (call.known_items, len(sums))):]
         events, last, over, fell_back = 0, None, 0, False
         replaced: list[Replacement] = []
+        pending: dict[str, tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]] = {}
         read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
             if items <= call.known_items:
@@ -433,7 +487,7 @@ class CompactionSession:
                 continue
             read = (items, conv)
             try:
-                job = self._event(conv, ledger, call)
+                job = self._event(conv, ledger, call, summarize=summarize)
             except BudgetUnsatisfiable:
                 if items == len(call.items) or not call.items:
                     raise
@@ -448,9 +502,14 @@ class CompactionSession:
             events, last, over = events + 1, result, total
             fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
-        base = call.overhead if ledger.empty else ledger.tokens
+            for request in result.plan.summarization_requests:
+                folded = set(request.turn_ids)
+                pending[request.summary_turn_id] = (request, tuple(
+                    turn for turn in result.conversion.transcript.turns
+                    if turn.turn_id in folded))
+        base = call.overhead if ledger.empty else ledger.tokens + ledger.unwritten
         tokens = base + sums[-1] - sums[ledger.covered_turns]
-        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back)
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back, pending)
 
     def _prefix(self, call: _Call, items: int,
                 read: tuple[int, Conversion[Any] | Growing[Any]] | None
@@ -476,22 +535,26 @@ class CompactionSession:
         except ValidationError:
             return None
 
-    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
-        """Plan one compaction event over the history as earlier events left it: toward the
-        target, protection bending as it must to reach it (unless ``strict``: a compaction
-        landing near the budget would only run again on the next call); when that plan does
-        not fit even the budget, for the whole budget. A session's view is never less fitting
-        than stateless ``compact``'s."""
-        projected = project(conv, ledger)
+    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call, *,
+               summarize: bool = True) -> Job:
+        """Plan one compaction event over the history as earlier events left it (its summaries
+        at their planned size): toward the target, protection bending as it must to reach it
+        (unless ``strict``: a compaction landing near the budget would only run again on the
+        next call); when that plan does not fit even the budget, for the whole budget. A
+        session's view is never less fitting than stateless ``compact``'s."""
+        projected = with_stand_ins(project(conv, ledger), call.estimator)
         try:
-            job = self._start(projected, call.target, call, strict=self.strict)
+            job = self._start(projected, call.target, call, strict=self.strict,
+                              summarize=summarize)
             if job.plan.tokens_after_estimate + call.overhead <= call.budget:
                 return job
         except BudgetUnsatisfiable:
             pass
-        return self._start(projected, call.budget, call, strict=self.strict)
+        return self._start(projected, call.budget, call, strict=self.strict,
+                           summarize=summarize)
 
-    def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
+    def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool,
+               summarize: bool = True) -> Job:
         options = (self.settings if strict == self.strict
                    else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
@@ -499,7 +562,8 @@ class CompactionSession:
         conv = self.format.protect(conv, call.budget - call.overhead)
         return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
                      policy=self.policy,
-                     summarizer=None if call.deferred is not None else self.summarizer,
+                     summarizer=(self.summarizer if summarize and call.deferred is None
+                                 else None),
                      overhead=call.overhead, result_fields=lambda rendered: {},
                      options=options, drop_covered=self.format.boundary_first,
                      deferred=call.deferred, **planning)
@@ -519,13 +583,36 @@ class CompactionSession:
         except BudgetUnsatisfiable:
             return None
 
-    def _view(self, call: _Call, walked: _Walked) -> _Sent:
+    def _settled(self, call: _Call, walked: _Walked, texts: Mapping[str, str]
+                 ) -> tuple[_Walked, _Sent]:
+        """The walked view with its summaries' texts in place of their stand-ins (``texts``,
+        and those of earlier calls), rendered, and its prompt tokens measured again: the
+        ledger remembers how far the texts are from their planned size (``unwritten``)."""
+        ledger = walked.ledger
+        if not walked.events or not any(is_summary(turn) for turn in ledger.view):
+            return walked, self._view(call, walked)
+        ledger = replace(ledger, view=with_texts(ledger.view, {**_known_texts(call), **texts}))
+        walked = replace(walked, ledger=ledger)
+        rendered, tokens, covered, turns = self._view(call, walked, written=True)
+        measure = self.format.planning(project(call.conv, ledger), call.estimator,
+                                       call.overhead).get("measure")
+        measured = tokens if measure is None else measure(rendered)
+        ledger = replace(ledger, unwritten=measured - tokens)
+        return (replace(walked, ledger=ledger, tokens=measured),
+                (rendered, measured, covered, turns))
+
+    def _view(self, call: _Call, walked: _Walked, *, written: bool = False) -> _Sent:
         """The rendering of the walked view, its prompt tokens (as the walk counted them), the
         turns a provider's compaction covers that it leaves out (events' included), and the
-        view's turns."""
+        view's turns. ``written``: its summaries' texts are in the ledger, not in the last
+        event's rendering."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, ledger.by_provider, last.view.turns
+            if not written:
+                return last.rendered, walked.tokens, ledger.by_provider, last.view.turns
+            projected = project(call.conv, ledger)
+            return (projected.render(projected.transcript), walked.tokens, ledger.by_provider,
+                    projected.transcript.turns)
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -657,6 +744,18 @@ def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
     return (0 < reused == len(recent.plain) and recent.reading[1] is estimator
             and recent.reading[2] is pin and recent.reading[3] == keep_task
             and recent.reading[0] == side)
+
+
+def _no_summarizer(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    """Stands where no summary is to be written (never called)."""
+    raise AssertionError("no summary was to be written")
+
+
+def _known_texts(call: _Call) -> dict[str, str]:
+    """The texts of the summaries the known state's view holds (written by earlier calls)."""
+    if call.known is None:
+        return {}
+    return {turn.turn_id: turn.content for turn in call.known.ledger.view if is_summary(turn)}
 
 
 def _members(result: CompactionResult, before: Ledger) -> tuple[tuple[str, tuple[str, ...]], ...]:

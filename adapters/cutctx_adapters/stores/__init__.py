@@ -11,7 +11,7 @@ store is in an outage's back-off.
 from ..errors import StoreTimeout, StoreUnavailable
 from ._base import AsyncStore, Store, StoreWarning
 from ._outages import is_down
-from ._produce import aproduce_once, produce_once
+from ._produce import aproduce_once, peek, produce_once
 from .memory import MemoryStore
 from .prefixed import PrefixedStore
 from .redis import RedisStore
@@ -29,5 +29,6 @@ __all__ = [
     "StoreWarning",
     "aproduce_once",
     "is_down",
+    "peek",
     "produce_once",
 ]
