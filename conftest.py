@@ -94,4 +94,17 @@ def _doctests_count_offline(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("tiktoken_cache")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test that counts with tiktoken without asking for ``tiktoken_cache`` skips like those
+    that do when the files cannot be had (offline, no cache), saying why, rather than failing."""
+    from cutctx_adapters.errors import TokenizerUnavailable
+
+    try:
+        return (yield)
+    except TokenizerUnavailable as exc:
+        cause = type(exc.__cause__ or exc).__name__
+        pytest.skip(TIKTOKEN_UNAVAILABLE.format(cache=_tiktoken_cache_dir(), cause=cause))
+
+
 # --- end of tiktoken fixtures -----------------------------------------------------------------

@@ -2,8 +2,9 @@
 land on target, does the prompt cache hold? (issue 31)
 
 Run from the repository root: ``python benchmarks/agent_loop.py [--windows 16000,64000,128000]
-[--formats chat,responses,anthropic] [--turns 60]``. The loop (``tests/_support/agent_loop.py``)
-makes one tool call a turn, results of 2–20k characters (a fifth of them repeats), and at turn 30
+[--formats chat,responses,anthropic,gemini] [--turns 60]``. The loop
+(``tests/_support/agent_loop.py``) makes one tool call a turn, results of 2–20k characters (a
+fifth of them repeats), and at turn 30
 one result of about a million characters. Each request goes through one ``CompactionSession``
 (the wrapped clients' own path) with the default settings; the baseline beside it is stateless
 ``compact`` of the same history to the session's target.
@@ -35,7 +36,8 @@ from _histories import seed_tiktoken
 from tests._support.agent_loop import agent_loop
 
 CACHED_PRICE = 0.1
-MODELS = {"chat": "gpt-4o", "responses": "gpt-4o", "anthropic": "claude-sonnet-4-5"}
+MODELS = {"chat": "gpt-4o", "responses": "gpt-4o", "anthropic": "claude-sonnet-4-5",
+          "gemini": "gemini-2.5-flash"}
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Row:
 
 
 def _module(fmt: str) -> Any:
+    if fmt == "gemini":
+        from cutctx_adapters.gemini import contents
+        return contents
     if fmt == "anthropic":
         from cutctx_adapters.anthropic import messages
         return messages
@@ -75,13 +80,16 @@ def _fields(fmt: str, side: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
         request["messages"] = items
     elif fmt == "responses":
         request.update(input=items, instructions=side)
+    elif fmt == "gemini":
+        request.update(contents=items, config={"system_instruction": side})
     else:
         request.update(messages=items, system=side)
     return request
 
 
 def _sent_items(fmt: str, request: dict[str, Any]) -> list[Any]:
-    return list(request["input"] if fmt == "responses" else request["messages"])
+    key = {"responses": "input", "gemini": "contents"}.get(fmt, "messages")
+    return list(request[key])
 
 
 def _stateless_kept(fmt: str, side: Any, items: list[dict[str, Any]], target: int) -> int:
@@ -92,6 +100,10 @@ def _stateless_kept(fmt: str, side: Any, items: list[dict[str, Any]], target: in
     if fmt == "responses":
         result = module.compact(items, instructions=side, model=MODELS[fmt], budget=target)
         return len(result.input)
+    if fmt == "gemini":
+        result = module.compact(items, config={"system_instruction": side},
+                                model=MODELS[fmt], budget=target)
+        return len(result.contents)
     result = module.compact(items, system=side, model=MODELS[fmt], budget=target)
     return len(result.messages)
 
@@ -145,7 +157,7 @@ def _common(before: list[str], after: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", default="16000,64000,128000")
-    parser.add_argument("--formats", default="chat,responses,anthropic")
+    parser.add_argument("--formats", default="chat,responses,anthropic,gemini")
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--huge-at", type=int, default=30)
     parser.add_argument("--target", type=float, default=None, help="the sessions' target")

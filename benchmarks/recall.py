@@ -13,7 +13,8 @@ still present in what was sent. Summed over every call (items, not calls, are av
 Strategies: LangChain ``trim_messages`` (sliding window; optional dependency), stateless
 ``chat.compact`` on every call, and one ``CompactionSession`` (a wrapped client) with the
 defaults, with each setting of issue 25 off (``observations="none"``, ``digest="lines"``,
-``give_way="oldest"``), with ``keep_user_turns=False`` and with ``digest_tokens=0``. Beside
+``give_way="oldest"``), with ``keep_user_turns=False`` and with ``digest_tokens=0``; and the
+same session of the Gemini format, the history sent as ``generate_content`` contents. Beside
 recall: effective cost (cached prefix tokens at 0.1x) as a multiple of LangChain's, and prefix
 breaks (calls whose request does not start with the whole previous request).
 
@@ -184,6 +185,90 @@ def replay_session(requests: Iterable[Messages], meter: Meter, window: int, rese
         meter.record(prepared.request["messages"])
 
 
+def as_gemini(messages: Messages) -> tuple[str | None, Messages]:
+    """A Chat request as Gemini ``(system instruction, contents)``: the same text, tool calls
+    as ``function_call`` parts, each run of tool messages one content of responses."""
+    import json
+
+    system, contents, names = None, [], {}
+    for message in messages:
+        role, text = message["role"], message.get("content") or ""
+        if role == "system":
+            system = text
+        elif role == "tool":
+            name = names.get(message["tool_call_id"], "tool")
+            part = {"function_response": {"id": message["tool_call_id"], "name": name,
+                                          "response": {"output": text}}}
+            if contents and contents[-1]["role"] == "user" and "function_response" in \
+                    contents[-1]["parts"][-1]:
+                contents[-1]["parts"].append(part)
+            else:
+                contents.append({"role": "user", "parts": [part]})
+        else:
+            parts: list[dict[str, Any]] = [{"text": text}] if text else []
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                names[call["id"]] = function["name"]
+                try:
+                    args = json.loads(function["arguments"] or "{}")
+                except ValueError:
+                    args = {"input": function["arguments"]}
+                parts.append({"function_call": {"id": call["id"], "name": function["name"],
+                                                "args": args if isinstance(args, dict)
+                                                else {"input": args}}})
+            contents.append({"role": "model" if role == "assistant" else "user",
+                             "parts": parts or [{"text": ""}]})
+    return system, contents
+
+
+def as_chat(system: str | None, contents: Messages) -> Messages:
+    """Gemini contents back as the Chat messages the meter reads (the same text and calls)."""
+    import json
+
+    out: Messages = [{"role": "system", "content": system}] if system is not None else []
+    for content in contents:
+        parts = content["parts"]
+        calls = [part["function_call"] for part in parts if "function_call" in part]
+        responses = [part["function_response"] for part in parts
+                     if "function_response" in part]
+        text = "\n".join(part["text"] for part in parts if "text" in part)
+        if responses:
+            out.extend({"role": "tool", "tool_call_id": response["id"],
+                        "content": response["response"].get("output", "")}
+                       for response in responses)
+        elif content["role"] == "model":
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                message["tool_calls"] = [{"id": call["id"], "type": "function", "function": {
+                    "name": call["name"], "arguments": json.dumps(call["args"])}}
+                    for call in calls]
+            out.append(message)
+        else:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def replay_gemini(requests: Iterable[Messages], meter: Meter, window: int, reserve: int,
+                  estimator: Any) -> None:
+    """One ``CompactionSession`` of the Gemini format taking every call, the same history
+    as ``generate_content`` contents (measured as Chat messages, like the other rows)."""
+    from cutctx import CompactionError
+    from cutctx_adapters import CompactionSession
+    from cutctx_adapters.gemini import contents
+
+    session = CompactionSession(contents.FORMAT, model="gemini-2.5-flash", window=window,
+                                reserve=reserve, estimator=estimator)
+    for messages in requests:
+        system, history = as_gemini(messages)
+        try:
+            prepared = session.prepare(model="gemini-2.5-flash", contents=history,
+                                       config={"system_instruction": system})
+        except CompactionError:
+            meter.failed()
+            continue
+        meter.record(as_chat(system, prepared.request["contents"]))
+
+
 Strategy = Callable[[Sequence[Messages], Meter, int], None]
 
 
@@ -211,6 +296,11 @@ def strategies(session: Messages, estimator: Any) -> dict[str, Strategy | None]:
     rows["session, all three off"] = settled(**OFF)
     rows["session, keep_user_turns=False"] = settled(keep_user_turns=False)
     rows["session, digest_tokens=0"] = settled(digest_tokens=0)
+
+    def gemini(requests: Sequence[Messages], meter: Meter, window: int) -> None:
+        replay_gemini(requests, meter, window, window // 8, estimator)
+
+    rows["cutctx session, Gemini format"] = gemini
     return rows
 
 

@@ -188,7 +188,7 @@ def compact_part(directory: Path, results: int) -> list[tuple[str, bool]]:
     rows = side_by_side(("library", "CLI"), inputs, lambda path, size: (
         child(LIBRARY_COMPACT, str(path)),
         child(CLI, "compact", str(path), "--budget", str(BUDGET), "--max-bytes", str(4 * size),
-              "-o", str(directory / "out.json"))))
+              "--summarizer", "offline", "-o", str(directory / "out.json"))))
     first, last = rows[0], rows[-1]
     return [
         (f"compact: CLI at {last.factor}x within 1.5x of the library "

@@ -50,6 +50,7 @@ from .plan import CompactionPlan, CompactionPolicy
 from .policies import (
     DEFAULT_PLACEHOLDER,
     GROUP_ID_PREFIX,
+    REQUIREMENTS_PLACEHOLDER,
     DeduplicateResultsPolicy,
     DropOldestPolicy,
     FillingPolicy,
@@ -60,6 +61,7 @@ from .policies import (
     ToolResultClipPolicy,
     ToolResultMaskingPolicy,
     UserLastDropPolicy,
+    UserMessageClipPolicy,
     default_chain,
 )
 from .report import CompactedTranscript, CompactionReport
@@ -86,6 +88,7 @@ __all__ = [
     "REPLACEMENT_KIND",
     "REPLACEMENT_KINDS",
     "REPLACING_ACTIONS",
+    "REQUIREMENTS_PLACEHOLDER",
     "SUMMARY_TURN_ID_PREFIX",
     "Action",
     "Atom",
@@ -118,6 +121,7 @@ __all__ = [
     "TurnAction",
     "TurnReplacement",
     "UserLastDropPolicy",
+    "UserMessageClipPolicy",
     "ValidationError",
     "__version__",
     "atoms_of",

@@ -75,24 +75,32 @@ def sha256_text(text: str) -> str:
 # a multi-byte character, so they can be replaced in the encoded bytes directly.
 _SHORT_ESCAPES = ((b"\\", b"\\\\"), (b'"', b'\\"'), (b"\n", b"\\n"), (b"\t", b"\\t"),
                   (b"\r", b"\\r"))
-# Byte -> 0 for the other control characters (JSON writes them as \u00XX), 1 for everything else.
-_OTHER_CONTROLS = bytes(0 if byte < 0x20 and byte not in b"\n\t\r" else 1 for byte in range(256))
+# Every byte but the other control characters (JSON writes them as \u00XX): deleting these
+# from a text leaves exactly its other control characters.
+_NOT_OTHER_CONTROLS = bytes(byte for byte in range(256)
+                            if byte >= 0x20 or byte in b"\n\t\r")
 
 
-def _quoted_utf8(text: str) -> bytes:
-    """UTF-8 of ``canonical_json(text)``, built with bulk byte operations where it can be.
+def _escaped_utf8(text: str) -> bytes:
+    """UTF-8 of ``canonical_json(text)`` without its quotes, built with bulk byte operations
+    where it can be.
 
     Tool output is mostly plain text with newlines, quotes and tabs: replacing those few bytes
     in the encoded text is several times faster than the JSON encoder's per-character loop.
     Text with rarer control characters takes the encoder's path; both give the same bytes.
     """
     data = _utf8(text)
-    if b"\0" in data.translate(_OTHER_CONTROLS):
-        return encode_basestring(text).encode("utf-8")
+    if data.translate(None, _NOT_OTHER_CONTROLS):
+        return encode_basestring(text)[1:-1].encode("utf-8")
     for raw, escaped in _SHORT_ESCAPES:
         if raw in data:
             data = data.replace(raw, escaped)
-    return b'"' + data + b'"'
+    return data
+
+
+def _quoted_utf8(text: str) -> bytes:
+    """UTF-8 of ``canonical_json(text)`` (``_escaped_utf8`` between quotes)."""
+    return b'"' + _escaped_utf8(text) + b'"'
 
 
 def sha256_of(value: Any) -> str:
@@ -101,6 +109,9 @@ def sha256_of(value: Any) -> str:
     >>> sha256_of("a") == sha256_text('"a"')
     True
     """
-    if type(value) is str:  # the hot path (mask stubs)
-        return hashlib.sha256(_quoted_utf8(value)).hexdigest()
+    if type(value) is str:  # the hot path (mask stubs): the quotes hashed around the text
+        digest = hashlib.sha256(b'"')
+        digest.update(_escaped_utf8(value))
+        digest.update(b'"')
+        return digest.hexdigest()
     return sha256_text(canonical_json(value))

@@ -83,17 +83,21 @@ def clip_marker(elided_tokens: int, elided_lines: int, tokens: int, digest: str,
                 subject: str = "tool result", elided_parts: str = "",
                 kept_lines: int = 0) -> str:
     """The line put between a clipped text's head and tail (``subject``: what was clipped;
-    ``elided_parts``: the non-text parts cut, as ``1 [image]``; ``kept_lines``: salient lines
-    of the middle kept after it).
+    ``elided_parts``: the non-text parts cut, as ``1 [image]``, named alone when no text was;
+    ``kept_lines``: salient lines of the middle kept after it).
 
     >>> clip_marker(1200, 40, 2000, "ab" * 32)[:61]
     '[... cutctx clipped this tool result: 1200 tokens (40 lines) '
+    >>> clip_marker(0, 0, 900, "ab" * 32, elided_parts="1 [image]")[:50]
+    '[... cutctx clipped this tool result: 1 [image] el'
     """
-    parts = f", with {elided_parts}," if elided_parts else ""
+    elided = f"{elided_tokens} tokens ({elided_lines} lines)"
+    if elided_parts:
+        elided = f"{elided}, with {elided_parts}," if elided_tokens else elided_parts
     kept = (f", {kept_lines} salient line{'s' if kept_lines != 1 else ''} of it kept below"
             if kept_lines else "")
-    return (f"[... cutctx clipped this {subject}: {elided_tokens} tokens ({elided_lines} lines)"
-            f"{parts} elided{kept}; original: {tokens} tokens, sha256:{digest} ...]")
+    return (f"[... cutctx clipped this {subject}: {elided} elided{kept}; original: {tokens} "
+            f"tokens, sha256:{digest} ...]")
 
 
 def plan_clip(
@@ -122,8 +126,9 @@ def plan_clip(
     digest = sha256_text(content) if original_sha256 is None else original_sha256
     text_chars = len(content) - sum(atom.end - atom.start for atom in atoms)
     per_token = max(text_chars, 1) / max(1, token_estimate - sum(a.tokens for a in atoms))
+    newlines = content.count("\n")
     marker_tokens = estimator.estimate_tokens(
-        clip_marker(tokens, content.count("\n") + 1, tokens, digest, subject))
+        clip_marker(tokens, newlines + 1, tokens, digest, subject))
     room = max_tokens - marker_tokens
     if room <= 0:
         return None
@@ -134,7 +139,8 @@ def plan_clip(
         if spent + atom.tokens <= room - text_floor:
             kept_atoms.append(atom)
             spent += atom.tokens
-    shape = _Shape(content, atoms, tuple(kept_atoms), per_token, tokens, digest, subject)
+    shape = _Shape(content, atoms, tuple(kept_atoms), per_token, tokens, digest, subject,
+                   newlines)
     best: Clip | None = None
     low, high = -1, text_chars + 1  # the most characters known to fit, the fewest known not to
     chars = min(text_chars, max(0, int((room - spent) * per_token)))
@@ -170,6 +176,8 @@ class _Shape:
     tokens: int
     digest: str
     subject: str
+    newlines: int
+    """How many line breaks ``content`` holds (counted once for every cut tried)."""
     _lines: list[Lines] = field(default_factory=list)
 
     def _cut(self, ends: int, salient: int, estimator: TokenEstimator
@@ -216,7 +224,7 @@ class _Shape:
         cut = [atom for atom in atoms if atom not in whole]
         kept_chars = sum(b - a for a, b in excerpt)
         elided_chars = len(content) - kept_chars - sum(atom.end - atom.start for atom in cut)
-        elided_lines = max(0, content.count("\n") + 1 - sum(
+        elided_lines = max(0, self.newlines + 1 - sum(
             content.count("\n", a, b) + 1 for a, b in excerpt if b > a))
         marker = clip_marker(round(max(0, elided_chars) / self.per_token), elided_lines,
                              self.tokens, self.digest, self.subject, _named(content, cut),

@@ -10,15 +10,17 @@ a stub renders the same bytes on every call.
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from .actions import Excerpt
 from .estimator import TokenEstimator
+from .transcript import Transcript
 
-__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Lines", "choose", "digest", "digest_ranges",
-           "identifier_ranges", "identifiers", "lines_of"]
+__all__ = ["DIGEST_STYLES", "LINE_CHARS", "Found", "Lines", "TextFacts", "choose", "digest",
+           "digest_ranges", "identifier_ranges", "identifiers", "lines_of", "share_text_facts",
+           "text_facts"]
 
 DIGEST_STYLES = ("lines", "identifiers")
 
@@ -84,7 +86,8 @@ _SEEN = 4096
 def lines_of(content: str) -> Lines:
     """``content``'s candidate lines as ``choose`` reads them (a clip's own marker left out)."""
     return Lines(_edge_line(content, forward=True), _edge_line(content, forward=False),
-                 _matching_lines(content, _SALIENT), _matching_lines(content, _CODE))
+                 _matching_lines(content, _SALIENT, _salient_places),
+                 _matching_lines(content, _CODE, _code_places))
 
 
 def _line_at(content: str, start: int) -> Span | None:
@@ -125,21 +128,198 @@ def _edge_line(content: str, *, forward: bool) -> Span | None:
     return None
 
 
-def _matching_lines(content: str, pattern: re.Pattern[str]) -> tuple[Span, ...]:
-    """The lines where ``pattern`` matches within their first ``LINE_CHARS`` characters."""
-    out: list[Span] = []
-    last_start = -1
-    for match in pattern.finditer(content):
-        line_start = content.rfind("\n", 0, match.start()) + 1
-        if line_start == last_start:
+# --- finding the lines a pattern matches, at the speed of str.find ---------------------------
+#
+# A line counts when the first match of its pattern on it lies within the line's first
+# LINE_CHARS characters. Running the pattern over a long text costs ~50 ns a character (the
+# regex engine tries every position), so the text is searched in pieces for places a match
+# could be (literal searches: str.find, patterns that open with a literal) and only the lines
+# holding such a place are tried with the pattern itself. Each search for places finds a
+# superset of where the pattern matches (tests/test_digest_lines.py checks the result against
+# a plain finditer over generated and adversarial texts).
+
+_PIECE = 1 << 16
+"""Characters searched for places at a time (whole lines): a search stops soon after
+``_SEEN`` lines are found, and holds copies of one piece, not of the text."""
+_REACH = 16
+"""An attempt starting within a line's first LINE_CHARS characters reads at most this much
+further before a character no pattern can read past (a keyword's letters, then ``\\b``)."""
+_STOP = re.compile(r"[^\w.-]")
+"""Characters every construct of ``_SALIENT`` and ``_CODE`` stops at (and ``\\b`` reads the
+same way at the end of a search)."""
+_CASE_FOLDS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+"""The characters besides ASCII letters that IGNORECASE matches to an ASCII letter."""
+_SALIENT_WORDS = tuple(word.encode() for word in (
+    "error", "exception", "traceback", "fail", "warn", "assert", "passed", "success", "result",
+    "total", "summary", "status", "exit code", "returned", "found"))
+"""A match of ``_SALIENT`` holds one of these, lowercased."""
+_SALIENT_WORDS_LETTERS = tuple((word, frozenset(bytes([byte]) for byte in word))
+                               for word in _SALIENT_WORDS)
+_SALIENT_LETTERS = frozenset().union(*(letters for _word, letters in _SALIENT_WORDS_LETTERS))
+_HEX_CLASS = bytes(ord("h") if chr(byte) in "0123456789abcdef" else byte if byte == 10
+                   else ord(" ") for byte in range(256))
+"""Hex digits as ``h``, lines kept: ``_CODE``'s hashes are eight of them in a row."""
+_DIGIT_CLASS = bytes(ord("d") if chr(byte) in "0123456789?" else byte if byte == 10
+                     else ord(" ") for byte in range(256))
+"""Digits as ``d``, lines kept; ``?`` too (what the ASCII copy made of other characters,
+among them other scripts' digits)."""
+_LONG_LINE = 2048
+"""Lines longer than this on average are tried one by one rather than searched for places."""
+_LINE_COST = 16
+"""Trying a line with ``_CODE`` costs about as much as this many separators looked at."""
+_SAMPLE = 4096
+"""Characters of a piece looked at to guess whether it is a log."""
+
+
+def _separator_places(separator: str, *, backwards: bool) -> re.Pattern[str]:
+    """Where ``_CODE``'s joined form may be: letters and digits joined by ``-``, ``_`` or
+    ``.``, with a digit and a letter in its run, found at its first separator. Forwards: a
+    letter right before it and a digit after it in the run, or a digit right before it and a
+    letter after. In the reversed text (``backwards``), the rest: the letters and digits
+    before it hold what the one right before it is not. Versions (``1.2.3``) at their first
+    dot."""
+    sep = re.escape(separator)
+    if backwards:  # looking ahead in the reversed text reads what stands before the separator
+        return re.compile(f"{sep}(?=[A-Za-z]++[0-9]|[0-9]++[A-Za-z])")
+    after = (f"(?<=[A-Za-z]{sep})(?=[A-Za-z_.-]*+\\d)"
+             f"|(?<=[0-9]{sep})(?=[0-9_.-]*+[A-Za-z])")
+    if separator == ".":
+        after += "|(?<=\\d\\.)(?=\\d+\\.\\d)"
+    return re.compile(f"{sep}(?:{after})")
+
+
+_FORWARD_PLACES = (*(_separator_places(sep, backwards=False) for sep in "-_."),
+                   re.compile(r"0x[0-9a-fA-F]{4}"))
+_BACKWARD_PLACES = tuple(_separator_places(sep, backwards=True) for sep in "-_.")
+
+
+def _salient_places(piece: str) -> list[int]:
+    """Where in ``piece`` a ``_SALIENT`` match may start: its keywords, found in a lowercased
+    ASCII copy of the same length (other characters as ``?``)."""
+    if not piece.isascii():
+        for char, letter in _CASE_FOLDS:
+            if char in piece:
+                piece = piece.replace(char, letter)
+    lowered = piece.encode("ascii", "replace").lower()
+    # A keyword with a letter the piece lacks is not looked for (a letter is found at memchr
+    # speed, a keyword is not).
+    absent = {letter for letter in _SALIENT_LETTERS if letter not in lowered}
+    places: list[int] = []
+    for word, letters in _SALIENT_WORDS_LETTERS:
+        if absent and not absent.isdisjoint(letters):
             continue
-        last_start = line_start
-        span = _line_at(content, line_start)
-        if span is not None and span[0] <= match.start() and match.end() <= span[1]:
-            out.append(span)
-            if len(out) >= _SEEN:
-                break
+        found = _first_on_each_line(lowered, word, len(lowered))
+        assert found is not None
+        places += found
+    return places
+
+
+def _code_places(piece: str) -> list[int]:
+    """Places in ``piece`` a ``_CODE`` match holds. Eight hex digits, else a digit: every other
+    form holds one (a character that is not ASCII may be one). Where digits are few (code,
+    prose), the lines holding one are the places; where they are many (logs), the separators of
+    the joined form (looked for forwards and, for what stands before them, in the reversed
+    piece), ``0x`` and versions' dots."""
+    encoded = piece.encode("ascii", "replace")
+    places = _first_on_each_line(encoded.translate(_HEX_CLASS), b"hhhhhhhh", len(piece))
+    assert places is not None
+    if _few_digits(encoded[:_SAMPLE]):
+        separators = piece.count("-") + piece.count("_") + piece.count(".")
+        digit_lines = _first_on_each_line(encoded.translate(_DIGIT_CLASS), b"d",
+                                          separators // _LINE_COST)
+        if digit_lines is not None:
+            return places + digit_lines
+    places += [match.start() for pattern in _FORWARD_PLACES for match in pattern.finditer(piece)]
+    backwards = piece[::-1]
+    last = len(piece) - 1
+    places += [last - match.start() for pattern in _BACKWARD_PLACES
+               for match in pattern.finditer(backwards)]
+    return places
+
+
+def _few_digits(sample: bytes) -> bool:
+    """Whether a piece beginning with ``sample`` looks like code or prose (fewer digits than
+    separators) rather than a log: only a guess at which search is faster, both find every
+    place."""
+    separators = sample.count(b"-") + sample.count(b"_") + sample.count(b".")
+    return sample.translate(_DIGIT_CLASS).count(b"d") <= separators
+
+
+def _first_on_each_line(haystack: bytes, needle: bytes, most: int) -> list[int] | None:
+    """Where ``needle`` first occurs on each line of ``haystack`` that holds it; None if more
+    than ``most`` lines do."""
+    find = haystack.find
+    places: list[int] = []
+    at = find(needle)
+    while at >= 0:
+        if len(places) >= most:
+            return None
+        places.append(at)
+        line_end = find(b"\n", at)
+        at = -1 if line_end < 0 else find(needle, line_end + 1)
+    return places
+
+
+def _matching_lines(content: str, pattern: re.Pattern[str],
+                    places: Callable[[str], list[int]]) -> tuple[Span, ...]:
+    """The lines where ``pattern`` first matches within their first ``LINE_CHARS`` characters
+    (at most ``_SEEN``, in order); ``places`` finds, in a piece of whole lines, a superset of
+    where the pattern matches, so only the lines holding one are tried. A piece of long lines
+    (minified JSON, one-line logs) has each line tried instead: a try reads a line's first
+    characters only, a search for places all of it."""
+    out: list[Span] = []
+    size = len(content)
+    start = 0
+    while start < size and len(out) < _SEEN:
+        end = content.find("\n", start + _PIECE) + 1 or size
+        if end - start > _LONG_LINE * (content.count("\n", start, end) + 1):
+            found: Iterable[int] = _line_starts(content, start, end)
+        else:
+            found = [at + start for at in sorted(places(content[start:end]))]
+        next_line = start
+        for at in found:
+            if at < next_line:
+                continue
+            line_start = content.rfind("\n", start, at) + 1 or start
+            line_end = content.find("\n", at, end)
+            line_end = end if line_end < 0 else line_end
+            next_line = line_end + 1
+            span = _first_match_within(content, pattern, line_start, line_end)
+            if span is not None:
+                out.append(span)
+                if len(out) >= _SEEN:
+                    break
+        start = end
     return tuple(out)
+
+
+def _line_starts(content: str, start: int, end: int) -> Iterator[int]:
+    """Where each line of ``content[start:end]`` (whole lines) begins."""
+    while start < end:
+        yield start
+        line_end = content.find("\n", start, end)
+        if line_end < 0:
+            return
+        start = line_end + 1
+
+
+def _first_match_within(content: str, pattern: re.Pattern[str], line_start: int,
+                        line_end: int) -> Span | None:
+    """The line's span if the first match of ``pattern`` on it lies within the span. The
+    search stops at the first character past the span's reach that no match reads across, so
+    a long line costs what its first ``LINE_CHARS`` do."""
+    span = _line_at(content, line_start)
+    if span is None:
+        return None
+    stop = line_end
+    reach = span[0] + LINE_CHARS + _REACH
+    if reach < line_end:
+        found = _STOP.search(content, reach, line_end)
+        stop = line_end if found is None else found.start()
+    match = pattern.search(content, line_start, stop)
+    if match is not None and span[0] <= match.start() and match.end() <= span[1]:
+        return span
+    return None
 
 
 def choose(lines: Lines, content: str, max_tokens: int, estimator: TokenEstimator, *,
@@ -197,20 +377,62 @@ _TOKEN = re.compile(r"(?<![\w./-])(?=[\w./-]*[0-9_./A-Z-])[\w./-]+")
 """Runs of the characters identifiers are made of that hold more than lowercase letters: only
 those are searched (most of a text is plain words, and one pattern per run is cheaper than one
 per place)."""
+_TOKEN_CLASS = bytes(ord("S") if chr(byte) in "0123456789_./-" or chr(byte).isupper()
+                     else ord("w") if chr(byte).islower() else ord(" ")
+                     for byte in range(128)) + b" " * 128
+"""For ASCII: the characters a ``_TOKEN`` run needs one of (``S``), its lowercase letters
+(``w``), and the characters that end a run (`` ``)."""
 
 
-@functools.lru_cache(maxsize=4096)
-def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
+Found = tuple[tuple[int, int, str], ...]
+"""Identifiers as ``(start, end, kind)``, in order."""
+
+
+@dataclass(slots=True)
+class TextFacts:
+    """What one caller's decisions found in texts, by text: their identifiers, and the names
+    later turns may refer back to (``_references``). Kept in the caller's transcript's derived
+    facts and shared with the views a chain plans over it (which hold the same texts), so every
+    member and every decision over that transcript reads each text once, and all of it goes when
+    the caller lets the transcript go: never in a process-wide cache, which would keep one
+    tenant's text after its request."""
+
+    identifiers: dict[str, Found] = field(default_factory=dict)
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+_TEXT_FACTS = ("text facts", None)
+
+
+def text_facts(transcript: Transcript) -> TextFacts:
+    """The facts found so far in ``transcript``'s texts (made empty on first use)."""
+    found: TextFacts | None = transcript._derived.get(_TEXT_FACTS)
+    if found is None:
+        found = transcript._derived[_TEXT_FACTS] = TextFacts()
+    return found
+
+
+def share_text_facts(source: Transcript, view: Transcript) -> Transcript:
+    """``view`` (a transcript planned over in ``source``'s place, holding its texts) reading
+    and adding to ``source``'s text facts."""
+    view._derived[_TEXT_FACTS] = text_facts(source)
+    return view
+
+
+def identifiers(content: str, known: dict[str, Found] | None = None) -> Found:
     """Every identifier ``content`` names, as ``(start, end, kind)`` in order (``kind``: error,
-    code, path, symbol or number). Clip markers are left out. Remembered for the last few
-    thousand texts: a compaction asks for the same results' identifiers in every projection."""
+    code, path, symbol or number). Clip markers are left out. ``known``: what was found before
+    in the same caller's texts (``TextFacts.identifiers``), read and added to."""
+    if known is not None:
+        found = known.get(content)
+        if found is None:
+            found = known[content] = identifiers(content)
+        return found
     out: list[tuple[int, int, str]] = []
     search = _IDENTIFIER.finditer
-    for token in _TOKEN.finditer(content):
-        text = token.group()
+    for base, text in _tokens(content):
         if text.isalpha() and text[1:].islower():
             continue  # a capitalised plain word: "Found"
-        base = token.start()
         for match in search(text):
             kind = match.lastgroup
             assert kind is not None
@@ -220,6 +442,25 @@ def identifiers(content: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(out)
 
 
+def _tokens(content: str) -> Iterator[tuple[int, str]]:
+    """``_TOKEN``'s matches as ``(start, text)``. An ASCII text is read as classes in a copy of
+    the same length (``_TOKEN_CLASS``): each run holding more than lowercase letters is found
+    from one such character by ``bytes.find``, not by trying the pattern at every place."""
+    if not content.isascii():
+        for token in _TOKEN.finditer(content):
+            yield token.start(), token.group()
+        return
+    classes = content.encode("ascii").translate(_TOKEN_CLASS)
+    find, rfind, size = classes.find, classes.rfind, len(classes)
+    at = find(b"S")
+    while at >= 0:
+        start = rfind(b" ", 0, at) + 1
+        end = find(b" ", at)
+        end = size if end < 0 else end
+        yield start, content[start:end]
+        at = find(b"S", end)
+
+
 def _in_marker(content: str, position: int) -> bool:
     """Whether ``position`` lies on a clip marker's line."""
     line_start = content.rfind("\n", 0, position) + 1
@@ -227,16 +468,18 @@ def _in_marker(content: str, position: int) -> bool:
     return head.lstrip().startswith(_CLIP_MARKER)
 
 
-def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator) -> Excerpt:
+def identifier_ranges(content: str, max_tokens: int, estimator: TokenEstimator,
+                      known: dict[str, Found] | None = None) -> Excerpt:
     """Where the identifiers a digest keeps stand in ``content``: each distinct one once (its
     first occurrence; an error type with the rest of its line), chosen by kind (errors, codes,
     paths, symbols, numbers), then by how often it occurs, then by position, while within
-    ``max_tokens``; one contained in another already chosen is left out. In order."""
+    ``max_tokens``; one contained in another already chosen is left out. In order. ``known``:
+    as for ``identifiers``."""
     if max_tokens <= 0:
         return ()
     first: dict[str, tuple[int, int, str]] = {}
     counts: dict[str, int] = {}
-    for start, end, kind in identifiers(content):
+    for start, end, kind in identifiers(content, known):
         if kind == "error":
             line_end = content.find("\n", end)
             line_end = len(content) if line_end < 0 else line_end

@@ -7,6 +7,7 @@ in the contract's order and a violation names the rule, with ids (never content)
 from __future__ import annotations
 
 import math
+from operator import is_
 from typing import Protocol
 
 from ._structure import Structure, require_satisfiable, turn_id_set
@@ -20,7 +21,7 @@ from .actions import (
 from .errors import ValidationError
 from .transcript import CompactionBudget, Role, Transcript
 
-__all__ = ["PlanFields", "validate_plan"]
+__all__ = ["PlanFields", "validate_plan", "validated_for"]
 
 
 class PlanFields(Protocol):
@@ -44,6 +45,9 @@ class PlanFields(Protocol):
     def budget_unmet(self) -> bool: ...
 
 _REMOVED = (Action.DROP, Action.SUMMARIZE)
+_RECENT_ACTIONS = frozenset({Action.CLIP, Action.DEDUPLICATE})
+"""What may replace a turn protected only for being recent: its head and tail, or a pointer to
+an identical later copy (which loses nothing)."""
 
 
 def _fail(rule: str, message: str, **details: object) -> ValidationError:
@@ -55,12 +59,45 @@ def validate_plan(plan: PlanFields, transcript: Transcript, budget: CompactionBu
     if not isinstance(transcript, Transcript) or not isinstance(budget, CompactionBudget):
         raise ValidationError("a plan needs the Transcript and CompactionBudget it was made for")
     _check_fields(plan)
+    if _validated_before(plan, transcript, budget):
+        return
     structure = Structure.of(transcript, budget)
-    if _passes_all(plan, transcript, structure, budget):
-        require_satisfiable(budget, structure, _clipped_savings(plan, transcript, structure))
+    saved = _one_pass(plan, transcript, structure, budget)
+    if saved is not None:
+        require_satisfiable(budget, structure, saved)
+        transcript._derived[_VALIDATED] = (plan.actions, plan.summarization_requests,
+                                           plan.tokens_before, plan.tokens_after_estimate,
+                                           plan.budget_unmet, budget)
         return
     # Something is wrong: check rule by rule, in the contract's order, to name the first broken.
     check_rule_by_rule(plan, transcript, budget, structure)
+
+
+_VALIDATED = ("validated", None)
+"""Key of the last plan that passed for a transcript (in its derived facts): its actions,
+requests, figures and budget."""
+
+
+def _validated_before(plan: PlanFields, transcript: Transcript,
+                      budget: CompactionBudget) -> bool:
+    """Whether ``plan`` is, part for part, the last plan found valid for this transcript and an
+    equal budget: the very same action values (immutable), equal requests and figures. A chain
+    builds its plan from its member's actions; this spares checking them a second time."""
+    known = transcript._derived.get(_VALIDATED)
+    if known is None:
+        return False
+    actions, requests, before, after, unmet, known_budget = known
+    return (known_budget == budget and plan.tokens_before == before
+            and plan.tokens_after_estimate == after and plan.budget_unmet is unmet
+            and plan.summarization_requests == requests and len(plan.actions) == len(actions)
+            and (plan.actions is actions or all(map(is_, plan.actions, actions))))
+
+
+def validated_for(actions: tuple[TurnAction, ...], transcript: Transcript) -> bool:
+    """Whether ``actions`` are those of the last plan found valid for ``transcript`` (so they
+    name its turns, in order)."""
+    known = transcript._derived.get(_VALIDATED)
+    return known is not None and known[0] is actions
 
 
 def check_rule_by_rule(
@@ -89,16 +126,25 @@ def _passes_all(
     Plans are built on every decide (a chain builds several), so the valid case must be cheap;
     a False answer only sends the plan through the rule-by-rule checks, which say what is wrong.
     """
+    return _one_pass(plan, transcript, structure, budget) is not None
+
+
+def _one_pass(
+    plan: PlanFields, transcript: Transcript, structure: Structure, budget: CompactionBudget
+) -> int | None:
+    """``_passes_all``'s pass, which also adds up what the plan's clips of untouchable (recent)
+    turns take off them (``_clipped_savings``): that sum, or None if a rule is broken."""
     actions = plan.actions
     turns = transcript.turns
     if len(actions) != len(turns):
-        return False
-    keep, clip = Action.KEEP, Action.CLIP
-    after = 0
+        return None
+    keep, recent, system, action_type = Action.KEEP, _RECENT_ACTIONS, Role.SYSTEM, TurnAction
+    after = saved = 0
+    removes = False
     groups: dict[str, list[str]] = {}
     for action, turn, untouchable in zip(actions, turns, structure.untouchable, strict=True):
-        if type(action) is not TurnAction or action.turn_id != turn.turn_id:
-            return False
+        if type(action) is not action_type or action.turn_id != turn.turn_id:
+            return None
         if action.summary_group is not None:
             groups.setdefault(action.summary_group, []).append(action.turn_id)
         kind = action.action
@@ -106,32 +152,41 @@ def _passes_all(
             after += turn.token_estimate
             continue
         replacement = action.replacement
-        if untouchable and (kind is not clip or turn.role is Role.SYSTEM or turn.pinned):
-            return False
+        if untouchable:
+            if kind not in recent or turn.role is system or turn.pinned:
+                return None
+            if replacement is not None:
+                saved += max(0, turn.token_estimate - replacement.token_estimate)
         if kind in REPLACING_ACTIONS:
             if replacement is None or (replacement.excerpt
                                        and replacement.excerpt[-1][1] > len(turn.content)):
-                return False
+                return None
             after += replacement.token_estimate
-    if structure.shared_exchanges and not _exchanges_whole(actions, structure):
-        return False
+        else:
+            removes = True
+    # Only a plan that removes turns can split an exchange (a stub or clip keeps its turn).
+    if removes and structure.shared_exchanges and not _exchanges_whole(actions, structure):
+        return None
     if groups or plan.summarization_requests:
         if not _requests_match(plan.summarization_requests, groups, transcript):
-            return False
+            return None
         after += sum(request.target_tokens for request in plan.summarization_requests)
-    return (plan.tokens_before == transcript.token_estimate()
+    if (plan.tokens_before == transcript.token_estimate()
             and plan.tokens_after_estimate == after
-            and plan.budget_unmet == (after > budget.max_tokens))
+            and plan.budget_unmet == (after > budget.max_tokens)):
+        return saved
+    return None
 
 
 def _clipped_savings(plan: PlanFields, transcript: Transcript,
                      structure: Structure) -> int:
-    """Tokens the plan's clips of untouchable (recent) turns take off them; 0 for a plan that
-    keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
+    """Tokens the plan's clips and pointers of untouchable (recent) turns take off them; 0 for
+    a plan that keeps them all (every 0.1.0 plan), so satisfiability is 0.1.0's."""
     saved = 0
+    recent = _RECENT_ACTIONS
     for action, turn, untouchable in zip(plan.actions, transcript.turns, structure.untouchable,
                                          strict=False):
-        if (untouchable and action.action is Action.CLIP and action.replacement is not None
+        if (untouchable and action.action in recent and action.replacement is not None
                 and action.turn_id == turn.turn_id):
             saved += max(0, turn.token_estimate - action.replacement.token_estimate)
     return saved
@@ -217,11 +272,11 @@ def _check_untouchable_kept(actions: tuple[TurnAction, ...], structure: Structur
         for action, untouchable, whole in zip(actions, structure.untouchable, structure.whole,
                                               strict=True)
         if untouchable and action.action is not Action.KEEP
-        and (whole or action.action is not Action.CLIP)
+        and (whole or action.action not in _RECENT_ACTIONS)
     ]
     if bad:
         raise _fail("untouchable_kept", "untouchable turns must be KEEP (a turn protected only "
-                    "for being recent may be CLIP)", turn_ids=bad[:10])
+                    "for being recent may be CLIP or DEDUPLICATE)", turn_ids=bad[:10])
 
 
 def _check_exchanges(

@@ -8,9 +8,7 @@ once per transcript.
 
 from __future__ import annotations
 
-import functools
-
-from ._digest import identifiers
+from ._digest import TextFacts, identifiers, text_facts
 from ._replaced import is_result
 from .transcript import Transcript
 
@@ -42,7 +40,8 @@ def later_references(transcript: Transcript) -> tuple[int, ...]:
     if found is not None:
         return found
     turns = transcript.turns
-    names = [_names(turn.content) for turn in turns]
+    facts = text_facts(transcript)
+    names = [_names(turn.content, facts) for turn in turns]
     spread: dict[str, int] = {}
     for turn, found_names in zip(turns, names, strict=True):
         if is_result(turn):
@@ -60,7 +59,12 @@ def later_references(transcript: Transcript) -> tuple[int, ...]:
     return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _names(content: str) -> frozenset[str]:
-    return frozenset(content[start:end] for start, end, kind in identifiers(content)
-                     if kind != "number" or end - start >= _MIN_NUMBER_DIGITS)
+def _names(content: str, facts: TextFacts) -> frozenset[str]:
+    """The names ``content`` holds that may tell it apart (numbers only if long enough), found
+    once per caller (``facts``)."""
+    found = facts.names.get(content)
+    if found is None:
+        found = facts.names[content] = frozenset(
+            content[start:end] for start, end, kind in identifiers(content, facts.identifiers)
+            if kind != "number" or end - start >= _MIN_NUMBER_DIGITS)
+    return found

@@ -67,6 +67,10 @@ output back as a user message): the policies added after 0.1.0 treat it as a too
 deduplicated, clipped, masked, dropped before what a person typed. The value says why
 (content-free: ``shape``, ``size``, ``rule``...); 0.1.0's policies ignore it."""
 
+# Members read in per-turn loops, bound once (an enum member read off its class costs ~100 ns).
+_TOOL, _USER = Role.TOOL, Role.USER
+_MASK, _CLIP = Action.MASK, Action.CLIP
+
 
 def excerpt_of(turn: TranscriptTurn) -> Excerpt:
     """The ranges a clipped turn keeps of its original (empty for any other turn)."""
@@ -84,13 +88,13 @@ def excerpt_of(turn: TranscriptTurn) -> Excerpt:
 def is_result(turn: TranscriptTurn) -> bool:
     """Whether ``turn`` is a tool result: a TOOL turn, or a USER turn marked as an observation
     (``cutctx.observation``)."""
-    return turn.role is Role.TOOL or (turn.role is Role.USER
-                                      and OBSERVATION_KEY in turn.metadata)
+    role = turn.role
+    return role is _TOOL or (role is _USER and OBSERVATION_KEY in turn.metadata)
 
 
 def is_person(turn: TranscriptTurn) -> bool:
     """Whether ``turn`` is a message a person typed: a USER turn not marked as an observation."""
-    return turn.role is Role.USER and OBSERVATION_KEY not in turn.metadata
+    return turn.role is _USER and OBSERVATION_KEY not in turn.metadata
 
 
 def is_final(turn: TranscriptTurn) -> bool:
@@ -127,7 +131,7 @@ def replaced_metadata(turn: TranscriptTurn, action: Action,
     DEDUPLICATE the turn it points to.
     """
     kind = REPLACEMENT_KIND[action]
-    if action is Action.MASK:
+    if action is _MASK:
         return MappingProxyType({**turn.metadata, KIND_KEY: kind})
     tokens, digest = original_figures(turn, quoted=False)
     extra = {KIND_KEY: kind, ORIGINAL_TOKENS_KEY: str(tokens), ORIGINAL_SHA256_KEY: digest}
@@ -146,8 +150,10 @@ def replaced_text(action: Action, content: str, replacement: TurnReplacement) ->
     CLIP: the first range (the head), the marker, any middle ranges (parts kept whole), the last
     range (the tail), each on its own line(s).
     """
+    if not replacement.excerpt and action is not _CLIP:  # a stub alone
+        return replacement.content
     pieces = [content[start:end] for start, end in replacement.excerpt]
-    if action is Action.CLIP:
+    if action is _CLIP:
         head, middle, tail = pieces[0], pieces[1:-1], pieces[-1]
         if head and not head.endswith("\n"):
             head += "\n"

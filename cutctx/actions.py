@@ -196,6 +196,22 @@ _set_summary_group = TurnAction.__dict__["summary_group"].__set__
 _set_replacement = TurnAction.__dict__["replacement"].__set__
 
 
+def keep_actions(turns: Iterable[Any]) -> tuple[TurnAction, ...]:
+    """A KEEP action for each of ``turns`` (anything with a valid ``turn_id``), made in one
+    loop: a 10k-turn plan starts from 10k of these."""
+    keep, new = Action.KEEP, _new_object
+    made: list[TurnAction] = []
+    append = made.append
+    for turn in turns:
+        action = new(TurnAction)
+        _set_turn_id(action, turn.turn_id)
+        _set_action(action, keep)
+        _set_summary_group(action, None)
+        _set_replacement(action, None)
+        append(action)
+    return tuple(made)
+
+
 @dataclass(frozen=True, slots=True)
 class SummarizationRequest:
     """A span of turns the caller must summarize (by a named prompt) before apply."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ._invariants import validated_for
 from ._replaced import KIND_KEY, replaced_metadata, replaced_text
 from .actions import Action, SummarizationRequest, TurnAction
 from .errors import PlanTranscriptMismatch, SummaryMissing, ValidationError
@@ -44,17 +45,21 @@ class CompactionExecutor:
                  for request in plan.summarization_requests}
         view: list[TranscriptTurn] = []
         fates: dict[Action, list[str]] = {action: [] for action in Action}
+        keep, summarize, drop = Action.KEEP, Action.SUMMARIZE, Action.DROP
+        kept = fates[keep]
         for turn, action in zip(transcript.turns, plan.actions, strict=True):
             kind = action.action
-            fates[kind].append(turn.turn_id)
-            if kind is Action.KEEP:
+            if kind is keep:
+                kept.append(turn.turn_id)
                 view.append(turn)
-            elif kind is Action.SUMMARIZE:
+                continue
+            fates[kind].append(turn.turn_id)
+            if kind is summarize:
                 assert action.summary_group is not None
                 request = requests[action.summary_group]
                 if request.turn_ids[0] == turn.turn_id:
                     view.append(_summary_turn(request, texts[request.group_id]))
-            elif kind is not Action.DROP:
+            elif kind is not drop:
                 view.append(replaced_turn(turn, action))
         report = CompactionReport(
             plan_hash=plan.plan_hash(),
@@ -74,20 +79,27 @@ class CompactionExecutor:
             clipped_turn_ids=tuple(fates[Action.CLIP]),
             deduplicated_turn_ids=tuple(fates[Action.DEDUPLICATE]),
         )
-        return CompactedTranscript(Transcript(tuple(view)), report)
+        # The plan's own turns (ids distinct) and summary turns whose ids the plan's validation
+        # found free: the view needs no second check.
+        return CompactedTranscript(Transcript._trusted(tuple(view)), report)
 
 
 def replaced_turn(turn: TranscriptTurn, action: TurnAction) -> TranscriptTurn:
     """``turn`` kept in place with the body a MASK, CLIP or DEDUPLICATE gives it."""
     replacement = action.replacement
     assert replacement is not None
-    return TranscriptTurn(
+    # A valid turn's fields with a body cutctx wrote and a fresh metadata mapping: only the
+    # body needs checking (done by _trusted where it is not ASCII).
+    make = TranscriptTurn._trusted if isinstance(turn, TranscriptTurn) else TranscriptTurn
+    return make(
         turn.turn_id, turn.role, replaced_text(action.action, turn.content, replacement),
         replacement.token_estimate, turn.tool_call_id, turn.pinned,
         replaced_metadata(turn, action.action, replacement))
 
 
 def _require_same_turns(transcript: Transcript, plan: CompactionPlan) -> None:
+    if validated_for(plan.actions, transcript):  # the plan was made for this very transcript
+        return
     planned = [action.turn_id for action in plan.actions]
     actual = transcript.turn_ids()
     if len(planned) == len(actual) and all(a == b for a, b in zip(planned, actual, strict=True)):

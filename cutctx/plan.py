@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._canonical import dumps_normalized, sha256_text
 from ._invariants import validate_plan
-from .actions import Action, SummarizationRequest, TurnAction
+from .actions import Action, SummarizationRequest, TurnAction, keep_actions
 from .errors import ValidationError
 from .transcript import CompactionBudget, Transcript
 
@@ -71,14 +71,24 @@ class CompactionPlan:
         raise ValidationError("no action for turn id", {"turn_id": turn_id})
 
 
+_VALUES = {action: action.value for action in Action}
+_KEEP_HEAD = '{"action":"keep","replacement":null,"summary_group":null,"turn_id":'
+
+
 def _plan_json(plan: CompactionPlan) -> str:
     """``canonical_json(plan.to_dict())``, written out directly: the plan's shape is fixed, so
     keys are emitted in sorted order without building and sorting 10k small dicts.
     ``tests/test_engine_formats.py`` checks it against the generic form."""
     quote = encode_basestring
-    actions = []
+    actions: list[str] = []
+    append = actions.append
+    keep = Action.KEEP
     for action in plan.actions:
+        kind = action.action
         replacement = action.replacement
+        if kind is keep and replacement is None and action.summary_group is None:
+            append(_KEEP_HEAD + quote(action.turn_id) + "}")  # most of a plan
+            continue
         if replacement is None:
             body = "null"
         elif not replacement.excerpt and replacement.refers_to is None:  # 0.1.0's form
@@ -87,8 +97,8 @@ def _plan_json(plan: CompactionPlan) -> str:
         else:
             body = dumps_normalized(replacement.to_dict())
         group = "null" if action.summary_group is None else quote(action.summary_group)
-        actions.append(f'{{"action":"{action.action.value}","replacement":{body},'
-                       f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
+        append(f'{{"action":"{_VALUES[kind]}","replacement":{body},'
+               f'"summary_group":{group},"turn_id":{quote(action.turn_id)}}}')
     requests = [
         f'{{"group_id":{quote(r.group_id)},"prompt_id":{quote(r.prompt_id)},'
         f'"target_tokens":{int(r.target_tokens)},'
@@ -131,8 +141,9 @@ def build_plan(
     """
     if tokens_after is None:
         tokens_after = sum(request.target_tokens for request in requests)
+        keep = Action.KEEP
         for action, turn in zip(actions, transcript.turns, strict=False):
-            if action.action is Action.KEEP:
+            if action.action is keep:
                 tokens_after += turn.token_estimate
             elif action.replacement is not None:
                 tokens_after += action.replacement.token_estimate
@@ -155,9 +166,7 @@ def keep_all(transcript: Transcript) -> list[TurnAction]:
     are immutable, so every policy and chain member deciding over it can share them)."""
     keep: tuple[TurnAction, ...] | None = transcript._derived.get(("keep", None))
     if keep is None:
-        make = TurnAction._trusted
-        keep = transcript._derived[("keep", None)] = tuple(
-            make(turn.turn_id, Action.KEEP) for turn in transcript.turns)
+        keep = transcript._derived[("keep", None)] = keep_actions(transcript.turns)
     return list(keep)
 
 

@@ -96,6 +96,26 @@ class TranscriptTurn:
                                   {"turn_id": self.turn_id, "field": "pinned"})
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
 
+    @staticmethod
+    def _trusted(turn_id: str, role: Role, content: str, token_estimate: int,
+                 tool_call_id: str | None, pinned: bool,
+                 metadata: Mapping[str, str]) -> TranscriptTurn:
+        """A turn the engine made from a valid one (a replaced body, its metadata a fresh
+        read-only str->str mapping): only a text that is not ASCII (it could hold a lone
+        surrogate a caller's replacement brought) goes through the checks."""
+        if not content.isascii():
+            return TranscriptTurn(turn_id, role, content, token_estimate, tool_call_id, pinned,
+                                  metadata)
+        made = _new_object(TranscriptTurn)
+        _set_turn_id(made, turn_id)
+        _set_role(made, role)
+        _set_content(made, content)
+        _set_token_estimate(made, token_estimate)
+        _set_tool_call_id(made, tool_call_id)
+        _set_pinned(made, pinned)
+        _set_metadata(made, metadata)
+        return made
+
     def __hash__(self) -> int:
         return hash((self.turn_id, self.role, self.content, self.token_estimate,
                      self.tool_call_id, self.pinned, tuple(sorted(self.metadata.items()))))
@@ -104,6 +124,17 @@ class TranscriptTurn:
         # The read-only metadata mapping cannot be pickled itself; rebuild it from a dict.
         return (TranscriptTurn, (self.turn_id, self.role, self.content, self.token_estimate,
                                  self.tool_call_id, self.pinned, dict(self.metadata)))
+
+
+# The slots' own setters: writing through them skips the frozen class's __setattr__ lookups.
+_new_object = object.__new__
+_set_turn_id = TranscriptTurn.__dict__["turn_id"].__set__
+_set_role = TranscriptTurn.__dict__["role"].__set__
+_set_content = TranscriptTurn.__dict__["content"].__set__
+_set_token_estimate = TranscriptTurn.__dict__["token_estimate"].__set__
+_set_tool_call_id = TranscriptTurn.__dict__["tool_call_id"].__set__
+_set_pinned = TranscriptTurn.__dict__["pinned"].__set__
+_set_metadata = TranscriptTurn.__dict__["metadata"].__set__
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +161,15 @@ class Transcript:
                                       {"turn_id": turn.turn_id, "index": index})
             seen.add(turn.turn_id)
         object.__setattr__(self, "turns", turns)
+
+    @staticmethod
+    def _trusted(turns: tuple[TranscriptTurn, ...]) -> Transcript:
+        """A transcript of turns the engine knows are turns with distinct ids (an applied
+        plan's view): made without checking them again."""
+        made = _new_object(Transcript)
+        _set_turns(made, turns)
+        _set_derived(made, {})
+        return made
 
     def extended(self, turns: Iterable[TranscriptTurn]) -> Transcript:
         """This transcript with ``turns`` appended; only the new turns are checked (the rest
@@ -178,6 +218,10 @@ class Transcript:
     def __reduce__(self) -> tuple[Any, ...]:
         # Only the turns: derived facts are rebuilt on demand, never pickled or deep-copied.
         return (Transcript, (self.turns,))
+
+
+_set_turns = Transcript.__dict__["turns"].__set__
+_set_derived = Transcript.__dict__["_derived"].__set__
 
 
 @dataclass(frozen=True, slots=True)

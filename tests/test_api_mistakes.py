@@ -4,6 +4,7 @@ assumed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from anthropic.types import Message
@@ -29,7 +30,8 @@ def _offline(tiktoken_cache: Path) -> None:
 def test_a_whole_chat_completion_says_to_append_its_message() -> None:
     with pytest.raises(ValidationError) as caught:
         chat.compact([*HISTORY, COMPLETION], budget=1000)
-    assert caught.value.details == {"index": 1, "field": "", "rule": "response_not_message"}
+    assert caught.value.details == {"index": 1, "rule": "response_not_message"}
+    assert "field" not in str(caught.value)  # the message as a whole, no empty field named
     assert "response.choices[0].message" in str(caught.value)
     fixed = chat.compact([*HISTORY, COMPLETION.choices[0].message], budget=1000)
     assert fixed.messages[-1] == {"role": "assistant", "content": "42"}
@@ -85,3 +87,80 @@ def test_count_refuses_the_planning_options_it_would_ignore(
         assert main(["count", str(path), *option]) == 2
         assert f"unrecognized arguments: {' '.join(option)}" in capsys.readouterr().err
     assert main(["inspect", str(path), "--pin", "1", "--keep-recent", "2", "--json"]) in (0, 1)
+
+
+# --- misuse that used to pass (issue 39, item 23) -------------------------------------------
+
+MODULES: dict[str, Any] = {"chat": chat, "responses": responses, "anthropic": messages}
+LIST_FIELD = {"chat": "messages", "responses": "input", "anthropic": "messages"}
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_a_whole_request_given_as_the_history_says_to_pass_its_list(name: str) -> None:
+    field = LIST_FIELD[name]
+    with pytest.raises(ValidationError) as caught:
+        MODULES[name].compact({field: HISTORY}, budget=1000)
+    assert f"{field} must be a list of" in str(caught.value)
+    assert f"got dict; that is a whole request: pass its list, request[{field!r}]" in str(
+        caught.value)
+    assert "message 0" not in str(caught.value) and "item 0" not in str(caught.value)
+    assert caught.value.details == {"field": field, "rule": f"{field}_type", "type": "dict"}
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_an_entry_that_is_not_an_object_says_what_it_is_and_names_no_empty_field(
+        name: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        MODULES[name].compact([*HISTORY, 42], budget=1000)
+    assert "got int" in str(caught.value) and "field" not in str(caught.value)
+    assert caught.value.details["index"] == 1 and "field" not in caught.value.details
+
+
+@pytest.mark.parametrize("pin", [[0, "x"], (0, 1.0), [True]])
+def test_a_pin_that_is_not_an_index_is_refused_when_the_settings_are_made(pin: Any) -> None:
+    from cutctx_adapters import CompactionSession, CompactionSettings
+
+    for make in (lambda: CompactionSettings(pin=pin),
+                 lambda: CompactionSession(chat.FORMAT, model="gpt-4o", pin=pin),
+                 lambda: chat.compact(HISTORY, budget=1000, pin=pin)):
+        with pytest.raises(ValidationError) as caught:
+            make()
+        assert caught.value.details["field"] == "pin"
+        assert caught.value.details["rule"] == "pin_index"
+        assert f"entry {len(pin) - 1} is a {type(pin[-1]).__name__}" in str(caught.value)
+
+
+TOOLS: dict[str, tuple[list[Any], list[Any]]] = {
+    "chat": ([{"name": "x"}, {"type": "function", "function": {"description": "no name"}}],
+             [{"type": "function", "function": {"name": "read", "parameters": {}}},
+              {"type": "custom", "custom": {"name": "patch"}}]),
+    "responses": ([{"name": "x"}, {"type": "function", "parameters": {}},
+                   {"type": "mcp", "server_url": "https://mcp.test"}],
+                  [{"type": "function", "name": "read", "parameters": {}, "strict": True},
+                   {"type": "web_search"}, {"type": "mcp", "server_label": "docs"}]),
+    "anthropic": ([{"name": "x"}, {"input_schema": {"type": "object"}}, {"type": 5}],
+                  [{"name": "read", "input_schema": {"type": "object"}},
+                   {"type": "web_search_20250305", "name": "web_search"},
+                   {"type": "custom", "name": "x", "input_schema": {"type": "object"}}]),
+}
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_a_tool_definition_without_what_the_format_requires_is_refused(name: str) -> None:
+    wrong, right = TOOLS[name]
+    for tool in [*wrong, "read_file"]:
+        with pytest.raises(ValidationError) as caught:
+            MODULES[name].compact(HISTORY, budget=1000, tools=[*right, tool])
+        assert caught.value.details["index"] == len(right)
+        assert caught.value.details["rule"] == "tool_definition"
+        assert f"tool {len(right)}:" in str(caught.value)
+    assert MODULES[name].compact(HISTORY, budget=2000, tools=right).report.turns_before == 1
+
+
+def test_a_session_refuses_a_tool_definition_when_its_request_is_read() -> None:
+    from cutctx_adapters import CompactionSession
+
+    session = CompactionSession(chat.FORMAT, model="gpt-4o")
+    with pytest.raises(ValidationError) as caught:
+        session.prepare(messages=HISTORY, tools=[{"name": "x"}])
+    assert caught.value.details["rule"] == "tool_definition"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -83,7 +83,12 @@ def test_fulfil_returns_one_summary_per_request_in_plan_order() -> None:
 
 def test_the_summarizer_gets_the_transcript_turns_themselves() -> None:
     got: list[TranscriptTurn] = []
-    fulfil(PLAN, TRANSCRIPT, lambda request, turns: got.extend(turns) or "s")
+
+    def recording(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+        got.extend(turns)
+        return "s"
+
+    fulfil(PLAN, TRANSCRIPT, recording)
     assert got == [TRANSCRIPT.turns[p] for p in (1, 2, 3, 5, 6, 8, 9, 10)]
 
 
@@ -187,8 +192,8 @@ def test_afulfil_wraps_exceptions_too(asynchronous: bool) -> None:
     assert SECRET not in str(caught.value)
 
 
-@pytest.mark.parametrize("text", ["", " ", "\n\t", None, 0, b"bytes"])
-def test_empty_or_non_text_summaries_fail(text: object) -> None:
+@pytest.mark.parametrize("text", ["", " ", "\n\t"])
+def test_empty_summaries_fail(text: object) -> None:
     async def async_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
         return text
 
@@ -198,6 +203,28 @@ def test_empty_or_non_text_summaries_fail(text: object) -> None:
     with pytest.raises(SummarizationFailed) as caught:
         asyncio.run(afulfil(PLAN, TRANSCRIPT, async_text))  # type: ignore[arg-type]
     assert caught.value.details["cause"] == "EmptySummary"
+
+
+@pytest.mark.parametrize("text", [None, 0, 123, b"bytes", {"text": "a summary"}, ["a"]],
+                         ids=["None", "zero", "int", "bytes", "dict", "list"])
+def test_a_summary_that_is_not_text_is_named_as_such(text: object) -> None:
+    """Not an empty summary: the wrong type, named (issue 39, item 23)."""
+    async def async_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
+        return text
+
+    def sync_text(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> object:
+        return text
+
+    runs: list[Callable[[], object]] = [
+        lambda: fulfil(PLAN, TRANSCRIPT, sync_text),  # type: ignore[arg-type]
+        lambda: asyncio.run(afulfil(PLAN, TRANSCRIPT, async_text))]  # type: ignore[arg-type]
+    for run in runs:
+        with pytest.raises(SummarizationFailed) as caught:
+            run()
+        kind = type(text).__name__
+        assert caught.value.details["cause"] == "SummaryNotText"
+        assert caught.value.details["returned"] == kind
+        assert f"the summarizer returned {kind}, not str" in str(caught.value)
 
 
 # --- the cache ------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
 
-text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
                max_size=30).map(lambda s: f"{CANARY} {s}")
 hostile_scalar = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=True),

@@ -107,3 +107,73 @@ def test_cli_without_rich_names_the_extra() -> None:
     result = _run(code)
     assert result.returncode == 2
     assert "pip install 'cutctx[cli]'" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- a framework page installs what its example imports (issue 39, item 24) -----------------
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS = [("openai-agents.md", "openai_agents_agent.py"),
+              ("langchain.md", "langchain_agent.py"),
+              ("pydantic-ai.md", "pydantic_ai_agent.py")]
+
+
+def _installed_by(specs: list[str]) -> set[str]:
+    """The distributions ``pip install <specs>`` brings (as installed here), by walking each
+    one's declared requirements, extras included."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[tuple[str, frozenset[str]]] = set()
+    stack = [Requirement(spec) for spec in specs]
+    while stack:
+        wanted = stack.pop()
+        key = (canonicalize_name(wanted.name), frozenset(wanted.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            requires = metadata.distribution(wanted.name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            need = Requirement(line)
+            extras = wanted.extras or {""}
+            if need.marker is None or any(need.marker.evaluate({"extra": extra})
+                                          for extra in extras):
+                stack.append(need)
+    return {name for name, _extras in seen}
+
+
+def _page_installs(page: str) -> list[str]:
+    """The requirements the page's ``pip install`` lines name."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    return [spec.strip("'\"") for line in text.splitlines()
+            if line.startswith("pip install ")
+            for spec in line.partition("#")[0].split()[2:]]
+
+
+def _imported_distributions(example: str) -> set[str]:
+    """The distributions the example's own imports come from (its offline scaffolding, the
+    scripted API, aside)."""
+    import ast
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    tree = ast.parse((ROOT / "examples" / "integrations" / example).read_text(encoding="utf-8"))
+    modules = {alias.name.split(".")[0] for node in ast.walk(tree)
+               if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    owners = metadata.packages_distributions()
+    return {canonicalize_name(owners[module][0]) for module in modules if module in owners}
+
+
+@pytest.mark.parametrize(("page", "example"), FRAMEWORKS)
+def test_a_framework_page_installs_what_its_example_needs(page: str, example: str) -> None:
+    installs = _page_installs(page)
+    assert installs and installs[0].startswith("cutctx[")
+    missing = _imported_distributions(example) - _installed_by(installs) - {"cutctx"}
+    assert missing == set(), f"docs/{page} does not install {sorted(missing)}"

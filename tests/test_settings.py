@@ -131,6 +131,25 @@ def test_a_share_trigger_and_a_token_target_are_compared_per_call() -> None:
     assert CompactionSettings(trigger=0.9, target=2000).target == 2000
 
 
+@pytest.mark.parametrize("target", [1.0, 2, 1, 127])
+def test_a_target_no_default_trigger_can_be_above_is_refused(target: Any) -> None:
+    """The default trigger is at most the whole budget (issue 39): ``target=1.0`` leaves no room
+    to append; an int is a token count, and ``target=2`` is two tokens, not twice the budget."""
+    for _, make in MAKERS:
+        error = refused(make, target=target)
+        assert error.details["field"] == "target"
+        assert error.details["rule"] == (
+            "trigger_above_target" if isinstance(target, float) else "too_few_tokens")
+    assert "a share of the budget is a float" in str(refused(CompactionSettings, target=2))
+
+
+def test_a_session_refuses_a_target_above_its_formats_default_trigger() -> None:
+    error = refused(lambda **kw: CompactionSession(messages.FORMAT, **kw), target=0.97)
+    assert error.details["rule"] == "trigger_above_target" and "0.95" in str(error)
+    CompactionSession(messages.FORMAT, target=0.97, trigger=0.99)  # with its own trigger
+    CompactionSession(chat.FORMAT, target=0.97)  # Chat Completions counts exactly: no margin
+
+
 @pytest.mark.parametrize(("name", "value"), [
     ("target", 1.5), ("target", 0.0), ("trigger", -0.1), ("max_result_share", 1.2),
     ("window", 0), ("reserve", -1), ("keep_recent", "4"), ("sticky", 1),

@@ -22,14 +22,15 @@ from cutctx import (
 from .errors import SummarizationFailed, SummaryRejected
 from .history import span_key
 
-__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil", "fulfil",
-           "span_key"]
+__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil",
+           "asummarize", "fulfil", "span_key", "summarize"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
 """A function that writes one summary: given the plan's request (its prompt id and target
 tokens) and the turns to fold, in order, it returns the summary text. It may call a model
 (``OpenAISummarizer``, ``AnthropicSummarizer``) or not (tests, heuristics); an exception, an
-empty text or one far over ``request.target_tokens`` fails that summary, never the history.
+empty text, anything but a ``str``, or a text far over ``request.target_tokens`` fails that
+summary, never the history.
 
 >>> def first_lines(request, turns):
 ...     return "\n".join(turn.content.splitlines()[0] for turn in turns)
@@ -54,15 +55,16 @@ def _turns_for(request: SummarizationRequest, transcript: Transcript) -> list[Tr
     return [turn for turn in transcript.turns if turn.turn_id in wanted]
 
 
-def _failure(request: SummarizationRequest, cause: BaseException | str) -> SummarizationFailed:
+def _failure(request: SummarizationRequest, cause: BaseException | str,
+             why: str = "", **details: str) -> SummarizationFailed:
     if isinstance(cause, SummaryRejected):
         name = cause.reason
     else:
         name = cause if isinstance(cause, str) else type(cause).__name__
     return SummarizationFailed(
-        f"summarizing group {request.group_id} failed ({name}); nothing was compacted",
+        f"summarizing group {request.group_id} failed ({name}{why}); nothing was compacted",
         {"group_id": request.group_id, "turn_count": len(request.turn_ids),
-         "prompt_id": request.prompt_id, "cause": name},
+         "prompt_id": request.prompt_id, "cause": name, **details},
     )
 
 
@@ -82,7 +84,11 @@ def _check_arguments(plan: Any, transcript: Any, cache: Any) -> None:
 
 
 def _checked(request: SummarizationRequest, text: Any, check: SummaryCheck | None) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        kind = type(text).__name__
+        raise _failure(request, "SummaryNotText", f": the summarizer returned {kind}, not str",
+                       returned=kind)
+    if not text.strip():
         raise _failure(request, "EmptySummary")
     if check is not None:
         check(request, text)
@@ -111,14 +117,7 @@ def fulfil(
         if cached is not None:  # one read: an entry evicted in between cannot be half-seen
             summaries[request.group_id] = cached
             continue
-        try:
-            text = summarizer(request, turns)
-        except Exception as exc:
-            raise _failure(request, exc) from exc
-        if inspect.isawaitable(text):
-            _close(text)
-            raise _failure(request, "AsyncSummarizerInSyncPath")
-        summaries[request.group_id] = _checked(request, text, check)
+        summaries[request.group_id] = summarize(request, turns, summarizer, check)
         if cache is not None:
             cache[key] = summaries[request.group_id]
     return summaries
@@ -141,19 +140,39 @@ async def afulfil(
         cached = None if cache is None else cache.get(key)
         if cached is not None:
             return request.group_id, cached
-        try:
-            text = summarizer(request, turns)
-            if inspect.isawaitable(text):
-                text = await text
-        except Exception as exc:
-            raise _failure(request, exc) from exc
-        checked = _checked(request, text, check)
+        checked = await asummarize(request, turns, summarizer, check)
         if cache is not None:
             cache[key] = checked
         return request.group_id, checked
 
     results = await asyncio.gather(*(one(r) for r in plan.summarization_requests))
     return dict(results)
+
+
+def summarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+              summarizer: AnySummarizer, check: SummaryCheck | None = None) -> str:
+    """One summary of ``turns``, checked (``SummarizationFailed`` naming the group if the
+    summarizer fails, answers nothing or awaits in this sync path, or ``check`` refuses it)."""
+    try:
+        text = summarizer(request, turns)
+    except Exception as exc:
+        raise _failure(request, exc) from exc
+    if inspect.isawaitable(text):
+        _close(text)
+        raise _failure(request, "AsyncSummarizerInSyncPath")
+    return _checked(request, text, check)
+
+
+async def asummarize(request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+                     summarizer: AnySummarizer, check: SummaryCheck | None = None) -> str:
+    """``summarize``, awaiting an async summarizer."""
+    try:
+        text = summarizer(request, turns)
+        if inspect.isawaitable(text):
+            text = await text
+    except Exception as exc:
+        raise _failure(request, exc) from exc
+    return _checked(request, text, check)
 
 
 def _close(awaitable: Any) -> None:

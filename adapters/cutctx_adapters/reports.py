@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -11,23 +12,31 @@ from .counting import Calibration
 from .planning import Replacement, short_tokens
 
 __all__ = [
+    "CHANGED",
     "FATES",
     "NOTIFIED",
     "CallReport",
     "Decision",
     "Prepared",
+    "Source",
     "SummaryRecord",
     "TurnFates",
 ]
 
 Decision = Literal["unchanged", "reused", "appended", "compacted", "recompacted", "deferred",
                    "not_possible"]
-"""What a call did: nothing needed (``unchanged``); the kept view sent again (``reused``) or
-with the new items (``appended``); a first or a later compaction (``compacted``,
-``recompacted``); left to the provider's own compaction, which the request turns on and within
-the model's own limit (``deferred``: less what its latest compaction covers); or nothing could
+"""What a call did, as true of what is sent: nothing needed, the history goes as given
+(``unchanged``); the previous request sent again (``reused``) or as a byte prefix of this one,
+the new items after it (``appended``); a first or a later compaction (``compacted``,
+``recompacted``: also a cached view that renders differently with what was appended, its
+``prefix_kept`` saying how much of it held); left to the provider's own compaction, which the
+request turns on, while the history fits the model's own limit and cutctx has not compacted it
+(``deferred``: the history less what the latest provider compaction covers); or nothing could
 be done here (``not_possible``: a server-held history)."""
-NOTIFIED: frozenset[Decision] = frozenset({"compacted", "recompacted", "not_possible"})
+CHANGED: frozenset[Decision] = frozenset({"compacted", "recompacted"})
+"""Decisions of a call whose request cutctx changed beyond appending to the view it sent
+before: their reports give every turn's fate (``turns``), a log record and a span."""
+NOTIFIED: frozenset[Decision] = CHANGED | {"not_possible"}
 """Decisions ``on_compaction`` hears of: the request was changed here, or could not be."""
 
 
@@ -110,7 +119,8 @@ class CallReport:
     budget_unmet: bool = False
     """What was sent is over the prompt budget (nothing removable was left)."""
     covered: tuple[str, ...] = ()
-    """Turns left out because the provider's latest compaction already covers them."""
+    """Turns left out because the provider's latest compaction already covers them (their
+    fate in ``turns`` is ``summarized``: that compaction summarized them)."""
     items_in: int | None = None
     """Messages (items) of the history as given."""
     items_sent: int | None = None
@@ -140,10 +150,11 @@ class CallReport:
     store_misses: int = 0
     """Summaries the store did not have, so this call produced them."""
     turns: TurnFates | None = None
-    """For a call that compacted: every turn of the history in exactly one of kept, masked,
-    clipped, deduplicated, summarized and dropped, as it is in what was sent (the latest fate:
-    a turn clipped and then masked is masked). ``compaction`` is the last event's own report,
-    over the view earlier events left."""
+    """For a call that compacted (``compacted``, ``recompacted``): every turn of the history in
+    exactly one of kept, masked, clipped, deduplicated, summarized and dropped, as it is in
+    what was sent (the latest fate: a turn clipped and then masked is masked; a turn a
+    provider's compaction covers is summarized, and in ``covered`` too). ``compaction`` is the
+    last event's own report, over the view earlier events left."""
     calibration: Calibration | None = None
     """How this call's estimates were corrected to the model's bill: the factor applied and
     the readings it rests on (the replies' reported input, or exact counts); None until the
@@ -163,7 +174,7 @@ class CallReport:
             return f"not possible: {self.reason}"
         tokens_in = short_tokens(self.tokens_in or 0)
         sent = short_tokens(self.tokens_sent or 0)
-        if decision in ("compacted", "recompacted"):
+        if decision in CHANGED:
             return (f"{decision} {self.items_in} → {self.items_sent} {noun}, {tokens_in} → "
                     f"{sent} tokens (budget {short_tokens(self.prompt_budget or 0)})")
         trigger = f"≤ trigger {short_tokens(self.trigger_tokens or 0)}"
@@ -181,7 +192,7 @@ class CallReport:
         return f"reused the cached view: {self.items_sent} {noun}, {sent} tokens {trigger}"
 
     def _fates(self) -> str:
-        if self.decision not in ("compacted", "recompacted"):
+        if self.decision not in CHANGED:
             return ""
         counts: dict[str, int] = {}
         if self.turns is not None:  # the history's turns as sent: every fate but kept
@@ -234,6 +245,16 @@ class CallReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Source:
+    """Where one item sent comes from: its ``fate`` (``kept``, ``masked``, ``clipped``,
+    ``deduplicated`` or ``summarized``) and the ``positions`` of the given items it stands for
+    (one, or the span a summary replaces, in the history as given)."""
+
+    fate: str
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Prepared:
     """A request ready to send, and the report of what was done to it.
 
@@ -243,6 +264,11 @@ class Prepared:
 
     request: dict[str, Any]
     report: CallReport
+    sources: tuple[Source, ...] | None = dataclasses.field(default=None, compare=False)
+    """For each item of the history sent (``messages``, ``input``), the given items it comes
+    from and how: what a framework hook maps its own objects back by. None where the format
+    does not send one item per turn (Anthropic merges blocks into messages) or the history was
+    not a list."""
 
     @property
     def messages(self) -> Any:

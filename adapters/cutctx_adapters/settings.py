@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Literal, Self, TypedDict, TypeVar, Unpack, overload
 
@@ -25,20 +25,27 @@ from cutctx import CompactionBudget, CompactionPolicy, TokenEstimator, Validatio
 
 from .counting import chosen_estimator, prompt_budget
 from .fulfil import AnySummarizer, SummaryCache
-from .history import ObservationRule, PinSpec
+from .history import Conversion, ObservationRule, PinSpec
 from .planning import (
     DigestStyle,
     GiveWay,
+    Job,
     OnSummaryError,
     PolicyOptions,
+    deferral,
+    deferred_budget,
+    resolve_budget,
+    start,
 )
 from .reports import CallReport
 from .stores import Store
 
 __all__ = [
+    "MIN_TOKENS",
     "CompactKeywords",
     "CompactionSettings",
     "Counter",
+    "Goal",
     "PlanKeywords",
     "PlanningKeywords",
     "PrefixCheck",
@@ -47,9 +54,12 @@ __all__ = [
     "SettingsKeywords",
     "budget_or_window",
     "call_budget",
+    "check_default_trigger",
     "fraction_or_tokens",
+    "goal_of",
     "planning_settings",
     "settings_of",
+    "started",
 ]
 
 Counter = Literal["estimate", "provider"]
@@ -167,7 +177,8 @@ class CompactionSettings(PolicyOptions):
     kept as read, so that each of the conversations one session serves reads only what it
     appends."""
     max_view_bytes: int = 64 * 1024 * 1024
-    """Bytes of text the views may hold; the histories read, as many again."""
+    """Bytes of text the views may hold; the histories read, and the session's remembered token
+    counts, as many again each (the estimators a process shares hold no text)."""
     summary_cache_size: int = 1024
     store: Store | None = None
     """Where summaries are kept and claimed: by default a session's own ``MemoryStore``;
@@ -177,16 +188,19 @@ class CompactionSettings(PolicyOptions):
     check_prefix: PrefixCheck = "content"
     """How a call's history is told to extend the last one read. ``"content"`` (the default):
     each mapping already read (a dict or any other ``Mapping``) is compared with what was read,
-    so an edit made in place (a redaction, say) is always seen; this costs a comparison per
-    item, growing with the history. ``"identity"``: items that are the very objects read last
-    time are taken as unchanged, so a call costs only what it appends, flat in the history's
-    length; an edit made in place to an item already read is then NOT seen (replace the item,
-    ``history[i] = {...}``, instead). Objects (SDK models) are recognised by identity either way.
-    Compared is what is sent: ``1``, ``True`` and ``1.0`` differ, and so do keys in another
-    order; what is sent is always this history's own (its key order included), as a fresh
-    worker sends it. Two exceptions, for speed: by content, moving a key in place within the
-    very mapping read is not seen; by identity, neither is replacing an item, in the very list
-    read before, with one Python takes as equal (``==``) but sent otherwise."""
+    so an edit made in place (a redaction, say) is seen; this costs a comparison per item,
+    growing with the history. ``"identity"``: items that are the very objects read last time
+    are taken as unchanged, so a call costs only what it appends, flat in the history's length
+    (replace an item, ``history[i] = {...}``, rather than edit it in place).
+
+    What each mode takes as unchanged (the same words as the README): by content, a mapping
+    sent the same — 1, True and 1.0 differ, and so do keys in another order — except that a
+    key moved within the very mapping read before is not seen; an SDK object is recognised by
+    identity in both modes. By identity, an item that is the very object read before is
+    unchanged whatever was done to it in place, and so is one that replaced it, in the very
+    list passed before, if Python takes it as equal (1 for True). What a mode does not see is
+    sent as it was read; whatever it sees as changed is sent as the history holds it, its key
+    order included, as a fresh worker sends it."""
     defer_to_server: bool = True
     """When a request turns the provider's own compaction on (Responses ``context_management``
     compaction or a ``compaction_trigger`` item, Anthropic ``compact_20260112`` or
@@ -289,6 +303,11 @@ def _plain(value: object) -> object:
     return type(value).__name__
 
 
+MIN_TOKENS = 128
+"""The fewest tokens ``trigger`` or ``target`` may name: no request is smaller. An int is a
+token count, so ``target=2`` (two tokens, not twice the budget) is refused, not obeyed."""
+
+
 def fraction_or_tokens(value: float | int, budget: int, name: str) -> int:
     """A float in (0, 1] is a share of ``budget``; an int >= 0 is tokens (at most ``budget``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -334,17 +353,37 @@ def _check_windows(windows: object) -> None:
 
 
 def _check_hysteresis(trigger: float | int | None, target: float | int) -> None:
-    """Both a share or a token count; the trigger above the target when they can be compared
-    without a budget (both shares, or both token counts)."""
-    fraction_or_tokens(target, 1, "target")
+    """Both a share or a token count (of at least ``MIN_TOKENS``); the trigger above the target
+    when they can be compared without a budget (both shares, both token counts, or a share
+    target against the default trigger, which is at most the whole budget)."""
+    for name, value in (("target", target), ("trigger", trigger)):
+        if value is None:
+            continue
+        fraction_or_tokens(value, 1, name)
+        if isinstance(value, int) and value < MIN_TOKENS:
+            raise ValidationError(
+                f"{name}={value} is a token count ({value} tokens), too small for any request "
+                f"(at least {MIN_TOKENS}); a share of the budget is a float in (0, 1], e.g. "
+                "0.5", {"field": name, "rule": "too_few_tokens"})
     if trigger is None:
+        check_default_trigger(target, 0.0)
         return
-    fraction_or_tokens(trigger, 1, "trigger")
     if isinstance(trigger, float) == isinstance(target, float) and trigger <= target:
         raise ValidationError(
             f"trigger ({trigger}) must be above target ({target}): compaction starts over the "
             "trigger and goes down to the target, so later calls append to a cached prefix",
             {"field": "trigger", "rule": "trigger_above_target"})
+
+
+def check_default_trigger(target: float | int, margin: float) -> None:
+    """Refuse a share ``target`` at or above the default trigger (the budget less ``margin``,
+    a format's allowance for estimate error); a token target is compared at each call."""
+    if isinstance(target, float) and target >= 1 - margin:
+        raise ValidationError(
+            f"target ({target}) must be below the default trigger ({1 - margin:g} of the "
+            "budget): compaction starts over the trigger and goes down to the target, so later "
+            "calls append to a cached prefix (pass a lower target, or a trigger)",
+            {"field": "target", "rule": "trigger_above_target"})
 
 
 def _check_callables(settings: CompactionSettings) -> None:
@@ -359,6 +398,19 @@ def _check_callables(settings: CompactionSettings) -> None:
     if policy is not None and not callable(getattr(policy, "decide", None)):
         raise ValidationError("policy must have a decide(transcript, budget) method, got "
                               f"{kind_of(policy)}", {"field": "policy"})
+
+
+def _check_pins(pin: object) -> None:
+    """Indexes (ints, not bools; whether each is in range is told by the history)."""
+    if isinstance(pin, str | bytes | Mapping) or not isinstance(pin, Sequence | Set):
+        raise ValidationError("pin must be message indexes (a list) or a predicate (message, "
+                              f"index), got {kind_of(pin)}", {"field": "pin", "rule": "pin_type"})
+    for position, index in enumerate(pin):
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValidationError(
+                f"pin: entry {position} is a {type(index).__name__}, not an index (an int)",
+                {"field": "pin", "rule": "pin_index", "position": position,
+                 "type": type(index).__name__})
 
 
 def _check(settings: CompactionSettings) -> None:
@@ -382,11 +434,8 @@ def _check(settings: CompactionSettings) -> None:
     for name in ("sticky", "defer_to_server"):
         if not isinstance(getattr(settings, name), bool):
             raise ValidationError(f"{name} must be True or False", {"field": name})
-    pin = settings.pin
-    if pin is not None and not callable(pin) and (
-            isinstance(pin, str | bytes | Mapping) or not hasattr(pin, "__iter__")):
-        raise ValidationError("pin must be message indexes or a predicate (message, index)",
-                              {"field": "pin", "rule": "pin_type"})
+    if settings.pin is not None and not callable(settings.pin):
+        _check_pins(settings.pin)
     if settings.estimator is not None:
         chosen_estimator(settings.estimator, None)  # refuses one without estimate_tokens
     if settings.store is not None and not isinstance(settings.store, Store):
@@ -463,3 +512,42 @@ def settings_of(options: Mapping[str, Any], where: str,
     keywords = {name: value for name, value in options.items()
                 if name not in request and name != "settings"}
     return planning_settings(options.get("settings"), keywords, where)
+
+
+# --- a format's plan, from the settings ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """What a ``plan`` call plans toward: its budget, its summarizer, and why its history is
+    left to the provider's own compaction (None: it is not)."""
+
+    budget: int | CompactionBudget
+    summarizer: AnySummarizer | None
+    deferred: str | None = None
+
+
+def goal_of(settings: CompactionSettings, budget: int | CompactionBudget | None,
+            model: str | None, request: Mapping[str, Any] | None = None,
+            server_compaction: Callable[[Mapping[str, Any]], str | None] | None = None) -> Goal:
+    """``budget`` (else the model's window less ``reserve``) and the settings' summarizer;
+    when ``server_compaction`` says the ``request`` turns the provider's compaction on (and
+    ``defer_to_server``), the model's own budget and no summarizer."""
+    goal = budget_or_window(budget, settings, model)
+    deferred = (None if server_compaction is None else
+                deferral(request or {}, server_compaction, settings.defer_to_server))
+    if deferred is None:
+        return Goal(goal, settings.summarizer)
+    return Goal(deferred_budget(goal, model, settings.reserve), None, deferred)
+
+
+def started(conversion: Conversion[Any], settings: CompactionSettings, goal: Goal, *,
+            overhead: int, estimator: TokenEstimator,
+            result_fields: Callable[[Any], Mapping[str, Any]], **planning: Any) -> Job:
+    """A format's job: its history planned toward ``goal`` less ``overhead``, with the
+    settings' policy, protection and chain options (``planning``: the format's own ``start``
+    keywords)."""
+    return start(conversion, resolve_budget(goal.budget, overhead, settings.keep_recent),
+                 policy=settings.policy, summarizer=goal.summarizer, estimator=estimator,
+                 overhead=overhead, result_fields=result_fields, options=settings,
+                 deferred=goal.deferred, **planning)

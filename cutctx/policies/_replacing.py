@@ -55,9 +55,11 @@ def replace_tool_results(
 ) -> CompactionPlan:
     """Over ``candidates`` (default: tool results oldest first), while the transcript is over
     budget: each turn that ``may_replace`` and is not untouchable gets ``body``'s replacement
-    under ``action`` when that is estimated strictly smaller. ``recent_too``: a turn protected
-    only for being recent is a candidate as well (a clip keeps its head and tail), and the
-    budget's satisfiability is judged after, counting what those clips saved."""
+    under ``action`` when that is estimated strictly smaller (a replacement pointing at a later
+    copy, ``refers_to``, is a DEDUPLICATE whatever ``action`` says). ``recent_too``: a turn
+    protected only for being recent is a candidate as well (a clip keeps its head and tail; a
+    pointer to an identical later copy loses nothing), and the budget's satisfiability is
+    judged after, counting what those bodies saved."""
     structure = Structure.of(transcript, budget)
     if not recent_too:
         require_satisfiable(budget, structure)
@@ -76,7 +78,8 @@ def replace_tool_results(
         replacement = body(position, turn)
         if replacement is None or replacement.token_estimate >= turn.token_estimate:
             continue
-        actions[position] = TurnAction._trusted(turn.turn_id, action, replacement=replacement)
+        kind = action if replacement.refers_to is None else Action.DEDUPLICATE
+        actions[position] = TurnAction._trusted(turn.turn_id, kind, replacement=replacement)
         total -= turn.token_estimate - replacement.token_estimate
         replaced = True
     ratio = None

@@ -10,7 +10,7 @@ from ..plan import CompactionPlan
 from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator, replace_tool_results
 
-__all__ = ["DeduplicateResultsPolicy"]
+__all__ = ["DeduplicateResultsPolicy", "later_copies"]
 
 
 def _identity(turn: TranscriptTurn) -> str:
@@ -22,10 +22,21 @@ def _identity(turn: TranscriptTurn) -> str:
     return kind + ("key:" + key if key is not None else "text:" + turn.content)
 
 
+def later_copies(transcript: Transcript) -> dict[int, int]:
+    """Each tool result's position -> the position of its newest identical copy, for the
+    results that have one (final turns, stubs and clips, are neither)."""
+    identities = [(position, _identity(turn)) for position, turn in enumerate(transcript.turns)
+                  if is_result(turn) and not is_final(turn)]
+    latest = {identity: position for position, identity in identities}
+    return {position: latest[identity] for position, identity in identities
+            if latest[identity] > position}
+
+
 class DeduplicateResultsPolicy:
     """A tool result identical to a later one becomes a short stub naming that later result;
-    oldest first, while over budget. Nothing is lost: the later copy stays in the view, whole
-    (a chain turns the stub into a mask stub if a later member takes the copy away).
+    oldest first, while over budget, recent results too. Nothing is lost: the later copy stays
+    in the view, whole or clipped to its share (a chain turns the stub into a mask stub if a
+    later member takes the copy away).
 
     >>> DeduplicateResultsPolicy().name
     'deduplicate_tool_results'
@@ -54,25 +65,25 @@ class DeduplicateResultsPolicy:
         return (f"[duplicate {subject}: identical to {label}, later in this conversation; "
                 f"original: {tokens} tokens, sha256:{sha}]")
 
+    def pointer(self, turn: TranscriptTurn, later: TranscriptTurn) -> TurnReplacement:
+        """The body of ``turn`` deduplicated against its identical ``later`` copy."""
+        stub = self.stub_for(turn, later)
+        return TurnReplacement._checked(stub, self.estimator.estimate_tokens(stub),
+                                        refers_to=later.turn_id)
+
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         require_inputs(transcript, budget)
         turns = transcript.turns
-        latest: dict[str, int] = {}
-        for position, turn in enumerate(turns):
-            if is_result(turn) and not is_final(turn):
-                latest[_identity(turn)] = position
+        copies = later_copies(transcript)
 
         def body(position: int, turn: TranscriptTurn) -> TurnReplacement | None:
-            later = latest.get(_identity(turn), position)
-            if later <= position:
-                return None
-            stub = self.stub_for(turn, turns[later])
-            return TurnReplacement._checked(stub, self.estimator.estimate_tokens(stub),
-                                            refers_to=turns[later].turn_id)
+            later = copies.get(position)
+            return None if later is None else self.pointer(turn, turns[later])
 
+        # A pointer loses nothing, so a result protected only for being recent may become one.
         return replace_tool_results(
-            transcript, budget, body, action=Action.DEDUPLICATE, policy_name=self.name,
-            policy_version=self.version, estimator=self.estimator,
+            transcript, budget, body, action=Action.DEDUPLICATE, recent_too=True,
+            policy_name=self.name, policy_version=self.version, estimator=self.estimator,
             default_estimator=self._default_estimator)
 
     def __repr__(self) -> str:

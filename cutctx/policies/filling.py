@@ -13,13 +13,13 @@ undone, and summaries stand.
 from __future__ import annotations
 
 from .._clipping import Clip, atoms_of, plan_clip
-from .._replaced import is_final, text_sha256
+from .._replaced import is_final, is_person, text_sha256
 from .._structure import Structure
 from ..actions import Action, TurnAction
 from ..estimator import TokenEstimator
 from ..plan import CompactionPlan, CompactionPolicy, build_plan
-from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
-from .clipping import ToolResultClipPolicy
+from ..transcript import CompactionBudget, Transcript, TranscriptTurn
+from .clipping import ToolResultClipPolicy, subject_of
 
 __all__ = ["FillingPolicy"]
 
@@ -29,7 +29,8 @@ MIN_GIVEN_BACK = 128
 
 class FillingPolicy:
     """``policy``'s plan, with masked, clipped and dropped turns given back, newest first,
-    while the plan still fits its budget.
+    while the plan still fits its budget. ``people_first``: what a person typed comes back
+    before the rest (it gave way last). A person's message comes back whole or not at all.
 
     >>> from cutctx import DropOldestPolicy
     >>> FillingPolicy(DropOldestPolicy()).name
@@ -40,9 +41,10 @@ class FillingPolicy:
 
     def __init__(self, policy: CompactionPolicy, *, estimator: TokenEstimator | None = None,
                  max_result_fraction: float | None = None,
-                 max_result_tokens: int | None = None) -> None:
+                 max_result_tokens: int | None = None, people_first: bool = False) -> None:
         self.policy = policy
         self.estimator = estimator
+        self.people_first = people_first
         self.cap = (ToolResultClipPolicy(max_result_tokens,
                                          max_result_fraction=max_result_fraction)
                     if max_result_fraction is not None or max_result_tokens is not None
@@ -56,7 +58,7 @@ class FillingPolicy:
         turns = transcript.turns
         actions = list(plan.actions)
         cap = budget.max_tokens if self.cap is None else self.cap.cap(budget)
-        for position in range(len(actions) - 1, -1, -1) if total < budget.max_tokens else ():
+        for position in self._order(turns, actions, structure) if total < budget.max_tokens else ():
             action = actions[position]
             if action.action is Action.DROP:
                 members = structure.exchanges[structure.exchange_of[position]]
@@ -75,8 +77,8 @@ class FillingPolicy:
                     actions[position] = TurnAction._trusted(action.turn_id, Action.KEEP)
                     total += gain
                     continue
-                if action.action is Action.CLIP:
-                    continue  # a result over its share stays clipped to it
+                if action.action is Action.CLIP or is_person(turn):
+                    continue  # over its share it stays clipped; a person's stays shortened
                 clip = self._clip(turn, min(cap, budget.max_tokens - total
                                             + action.replacement.token_estimate))
                 if clip is not None and clip.token_estimate > action.replacement.token_estimate:
@@ -87,6 +89,23 @@ class FillingPolicy:
         return build_plan(transcript, budget, actions, plan.summarization_requests,
                           policy_name=self.name, policy_version=self.version,
                           estimator_ratio=plan.estimator_ratio, tokens_after=total)
+
+    def _order(self, turns: tuple[TranscriptTurn, ...], actions: list[TurnAction],
+               structure: Structure) -> list[int]:
+        """The positions weighed, newest first; with ``people_first``, those holding what a
+        person typed before the rest (the reverse of the order in which they gave way)."""
+        newest_first = list(range(len(actions) - 1, -1, -1))
+        if not self.people_first:
+            return newest_first
+
+        def person(position: int) -> bool:
+            if actions[position].action is Action.DROP:
+                members = structure.exchanges[structure.exchange_of[position]]
+                return any(is_person(turns[member]) for member in members)
+            return is_person(turns[position])
+
+        people = [position for position in newest_first if person(position)]
+        return people + [position for position in newest_first if not person(position)]
 
     def _widen_clips(self, transcript: Transcript, budget: CompactionBudget,
                      actions: list[TurnAction], total: int) -> int:
@@ -117,7 +136,7 @@ class FillingPolicy:
             return None
         return plan_clip(turn.content, turn.token_estimate, room, self.estimator,
                          original_sha256=text_sha256(turn),
-                         subject="tool result" if turn.role is Role.TOOL else "output",
+                         subject=subject_of(turn),
                          atoms=atoms_of(turn.metadata, len(turn.content)))
 
     def __repr__(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from math import ceil
+
 from .._canonical import sha256_of
 from .._checks import require_int, require_text
 from .._structure import Structure, require_satisfiable
@@ -50,7 +52,8 @@ class ObservationMaskingPolicy:
         require_satisfiable(budget, structure)
         actions = keep_all(transcript)
         turns = transcript.turns
-        tool_positions = [p for p, turn in enumerate(turns) if turn.role is Role.TOOL]
+        tool = Role.TOOL
+        tool_positions = [p for p, turn in enumerate(turns) if turn.role is tool]
         spared = self.keep_recent_results
         candidates = tool_positions[: len(tool_positions) - spared] if spared else tool_positions
         total = transcript.token_estimate()
@@ -58,20 +61,28 @@ class ObservationMaskingPolicy:
         untouchable = structure.untouchable
         stub_for = self.stub_for
         estimate_tokens = self.estimator.estimate_tokens
+        # The stub and estimate written out here when they are this class's own (the loop runs
+        # once per masked result: thousands of times at 10k turns).
+        own_stub = type(self).stub_for is ObservationMaskingPolicy.stub_for
+        head = f"{self.placeholder} (original: "
+        estimator = self.estimator
+        per_token = (estimator.chars_per_token if type(estimator) is CharRatioEstimator
+                     else None)
         stubbed = False
+        mask, checked, trusted = Action.MASK, TurnReplacement._checked, TurnAction._trusted
         for position in candidates:
             if total <= max_tokens:
                 break
             if untouchable[position]:
                 continue
             turn = turns[position]
-            stub = stub_for(turn)
-            estimate = estimate_tokens(stub)
+            stub = (f"{head}{turn.token_estimate} tokens, sha256:{sha256_of(turn.content)})"
+                    if own_stub else stub_for(turn))
+            estimate = (ceil(len(stub) / per_token) if per_token is not None
+                        else estimate_tokens(stub))
             if estimate < turn.token_estimate:
                 stubbed = True
-                replacement = TurnReplacement._checked(stub, estimate)
-                actions[position] = TurnAction._trusted(turn.turn_id, Action.MASK,
-                                                        replacement=replacement)
+                actions[position] = trusted(turn.turn_id, mask, None, checked(stub, estimate))
                 total -= turn.token_estimate - estimate
         ratio = None
         if stubbed and self._default_estimator and isinstance(self.estimator, CharRatioEstimator):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .._checks import require_int, require_text
-from .._digest import DIGEST_STYLES, digest_ranges, identifier_ranges
+from .._digest import DIGEST_STYLES, Found, digest_ranges, identifier_ranges, text_facts
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import KIND_KEY, original_figures, replaced_text
-from ..actions import REPLACEMENT_KIND, Action, TurnReplacement
+from ..actions import REPLACEMENT_KIND, Action, Excerpt, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
 from ..plan import CompactionPlan
@@ -58,11 +58,16 @@ class ToolResultMaskingPolicy:
         tokens, sha = original_figures(turn, quoted=False)
         return f"{self.placeholder} (original: {tokens} tokens, sha256:{sha})"
 
-    def replacement_for(self, turn: TranscriptTurn) -> TurnReplacement:
-        """The stub and the digest's ranges, estimated as the executor will write them."""
-        ranges = identifier_ranges if self.digest == "identifiers" else digest_ranges
-        excerpt = (ranges(turn.content, self.digest_tokens, self.estimator)
-                   if self.digest_tokens else ())
+    def replacement_for(self, turn: TranscriptTurn,
+                        known: dict[str, Found] | None = None) -> TurnReplacement:
+        """The stub and the digest's ranges, estimated as the executor will write them
+        (``known``: identifiers found before in the caller's texts, read and added to)."""
+        if not self.digest_tokens:
+            excerpt: Excerpt = ()
+        elif self.digest == "identifiers":
+            excerpt = identifier_ranges(turn.content, self.digest_tokens, self.estimator, known)
+        else:
+            excerpt = digest_ranges(turn.content, self.digest_tokens, self.estimator)
         draft = TurnReplacement._checked(self.stub_for(turn), 0, excerpt)
         text = replaced_text(Action.MASK, turn.content, draft)
         return TurnReplacement._checked(draft.content, self.estimator.estimate_tokens(text),
@@ -80,8 +85,9 @@ class ToolResultMaskingPolicy:
         return candidates
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
+        known = text_facts(transcript).identifiers
         return replace_tool_results(
-            transcript, budget, lambda _position, turn: self.replacement_for(turn),
+            transcript, budget, lambda _position, turn: self.replacement_for(turn, known),
             action=Action.MASK, candidates=self.candidates(transcript, budget),
             may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, CLIPPED),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from .._checks import require_int
 from .._references import GIVE_WAY_ORDERS, later_references
-from .._replaced import is_person, is_result
+from .._replaced import KIND_KEY, is_person, is_result, original_figures, replaced_text
+from .._requirements import requirement_ranges
 from .._structure import Structure, require_satisfiable
-from ..actions import SUMMARY_TURN_ID_PREFIX, Action, TurnAction
+from ..actions import (
+    REPLACEMENT_KIND,
+    SUMMARY_TURN_ID_PREFIX,
+    Action,
+    TurnAction,
+    TurnReplacement,
+)
 from ..errors import ValidationError
+from ..estimator import TokenEstimator
 from ..plan import CompactionPlan, build_plan, keep_all
-from ..transcript import CompactionBudget, Transcript
+from ..transcript import CompactionBudget, Transcript, TranscriptTurn
+from ._replacing import chosen_estimator
 
-__all__ = ["UserLastDropPolicy"]
+__all__ = ["REQUIREMENTS_PLACEHOLDER", "UserLastDropPolicy"]
+
+REQUIREMENTS_PLACEHOLDER = "[user message shortened by cutctx to its requirements]"
+_MASKED, _CLIPPED = REPLACEMENT_KIND[Action.MASK], REPLACEMENT_KIND[Action.CLIP]
+_PERSON, _STUB = 4, 5
+"""The passes of a person's exchange: shortened to its requirements (or dropped), then the
+shortened ones dropped."""
 
 
 class UserLastDropPolicy:
@@ -25,6 +41,12 @@ class UserLastDropPolicy:
     results that no later turn refers back to go first, then those results that one does, then
     the agent's own steps (its messages and tool-call exchanges).
 
+    ``requirement_tokens`` > 0: a person's message that must give way is first shortened to
+    the sentences stating what the person required (prohibitions, obligations, decisions,
+    instructions, with the names and numbers they bind), verbatim, within that many tokens — a
+    MASK whose stub keeps those sentences as its excerpt; a message stating none is dropped.
+    Only then, oldest first and while still over, are the shortened ones dropped.
+
     >>> UserLastDropPolicy().name
     'drop_oldest_user_last'
     """
@@ -32,11 +54,14 @@ class UserLastDropPolicy:
     name = "drop_oldest_user_last"
     version = "1.0.0"
 
-    def __init__(self, *, order: str = "oldest") -> None:
+    def __init__(self, *, order: str = "oldest", requirement_tokens: int = 0,
+                 estimator: TokenEstimator | None = None) -> None:
         if order not in GIVE_WAY_ORDERS:
             raise ValidationError(f"order must be one of {', '.join(GIVE_WAY_ORDERS)}",
                                   {"field": "order"})
         self.order = order
+        self.requirement_tokens = require_int(requirement_tokens, "requirement_tokens")
+        self.estimator, _ = chosen_estimator(estimator)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
         structure = Structure.of(transcript, budget)
@@ -46,28 +71,57 @@ class UserLastDropPolicy:
         total = transcript.token_estimate()
         if total > budget.max_tokens:
             rank = self._ranks(transcript, structure)
-            for current in sorted(set(rank)):
+            for current in sorted({*rank, *((_STUB,) if _PERSON in rank else ())}):
                 for index, members in enumerate(structure.exchanges):
                     if total <= budget.max_tokens:
                         break
                     if rank[index] != current or not structure.removable_exchange[index]:
                         continue
-                    for position in members:
+                    if current == _PERSON and len(members) == 1 and self.requirement_tokens:
+                        shortened = self._shortened(turns[members[0]])
+                        if shortened is not None:  # as short as its requirements: a stub
+                            actions[members[0]] = shortened
+                            total -= (turns[members[0]].token_estimate
+                                      - _kept_tokens(shortened, turns[members[0]]))
+                            rank[index] = _STUB
+                            continue
+                    for position in members:  # (a stub made in pass 4 costs its estimate)
+                        total -= _kept_tokens(actions[position], turns[position])
                         actions[position] = TurnAction._trusted(turns[position].turn_id,
                                                                 Action.DROP)
-                        total -= turns[position].token_estimate
         return build_plan(transcript, budget, actions, (), policy_name=self.name,
                           policy_version=self.version, tokens_after=total)
 
+    def _shortened(self, turn: TranscriptTurn) -> TurnAction | None:
+        """``turn`` (a person's message) as short as the requirements it states: masked to
+        them, or kept as it is when that is no longer (a short message, or one shortened by
+        an earlier plan); None when it states none."""
+        if not is_person(turn) or turn.metadata.get(KIND_KEY) not in (None, _CLIPPED):
+            return None
+        excerpt = requirement_ranges(turn.content, self.requirement_tokens, self.estimator)
+        if not excerpt:
+            return None
+        tokens, sha = original_figures(turn, quoted=False)
+        draft = TurnReplacement._checked(
+            f"{REQUIREMENTS_PLACEHOLDER} (original: {tokens} tokens, sha256:{sha})", 0, excerpt)
+        estimate = self.estimator.estimate_tokens(replaced_text(Action.MASK, turn.content, draft))
+        if estimate >= turn.token_estimate:
+            return TurnAction._trusted(turn.turn_id, Action.KEEP)
+        return TurnAction._trusted(turn.turn_id, Action.MASK, replacement=(
+            TurnReplacement._checked(draft.content, estimate, excerpt)))
+
     def _ranks(self, transcript: Transcript, structure: Structure) -> list[int]:
         """Per exchange, the pass it goes in: 0-2 plain exchanges (one pass unless ``value``),
-        3 summaries, 4 anything with a message a person typed (dropped last)."""
+        3 summaries, 4 anything with a message a person typed (dropped last; shortened first,
+        then dropped in 5, with ``requirement_tokens``), 5 a person's message already
+        shortened by an earlier plan."""
         turns = transcript.turns
         references = later_references(transcript) if self.order == "value" else None
         out: list[int] = []
         for members in structure.exchanges:
             if any(is_person(turns[p]) for p in members):
-                out.append(4)
+                final = all(turns[p].metadata.get(KIND_KEY) == _MASKED for p in members)
+                out.append(_STUB if final and self.requirement_tokens else _PERSON)
             elif any(turns[p].turn_id.startswith(SUMMARY_TURN_ID_PREFIX) for p in members):
                 out.append(3)
             elif references is None:
@@ -79,4 +133,10 @@ class UserLastDropPolicy:
         return out
 
     def __repr__(self) -> str:
-        return f"UserLastDropPolicy(order={self.order!r})"
+        return (f"UserLastDropPolicy(order={self.order!r}, requirement_tokens="
+                f"{self.requirement_tokens}, estimator={self.estimator!r})")
+
+
+def _kept_tokens(action: TurnAction, turn: TranscriptTurn) -> int:
+    """What ``action`` keeps of ``turn``: its replacement's estimate, or the whole turn."""
+    return turn.token_estimate if action.replacement is None else action.replacement.token_estimate

@@ -7,11 +7,16 @@ against the reports the hook made, one per request.
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import httpx
+import respx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "integrations"))
 
@@ -28,8 +33,9 @@ from _scripted_api import (
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.session import CallReport
 
-__all__ = ["ANSWER", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK", "WINDOW", "Wire",
-           "billed_at", "check_follows_the_bill", "read_file", "scripted_api"]
+__all__ = ["ANSWER", "ANTHROPIC_URL", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK",
+           "WINDOW", "Wire", "anthropic_api", "billed_at", "check_follows_the_bill", "read_file",
+           "scripted_api"]
 
 MODEL = "gpt-4o"
 WINDOW, RESERVE = 3_000, 500
@@ -125,3 +131,38 @@ def check_follows_the_bill(api: ScriptedApi, reports: Sequence[CallReport],
         assert abs(report.tokens_sent - bill(body)) <= allowed * bill(body)
     last = reports[-1].calibration
     assert last is not None and abs(last.factor - factor) <= 0.03 * factor
+
+
+ANTHROPIC_URL = "https://api.anthropic.test"
+
+
+def _streamed_answer(request: httpx.Request, sent: list[dict[str, Any]]) -> httpx.Response:
+    """A Messages stream of one text block, ``ANSWER`` (the body is kept in ``sent``)."""
+    body = json.loads(request.content)
+    sent.append(body)
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {
+            "id": f"msg_{len(sent)}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": usage}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": ANSWER}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+         "usage": {"output_tokens": 1}},
+        {"type": "message_stop"}]
+    text = "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events)
+    return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+
+
+@contextmanager
+def anthropic_api() -> Iterator[list[dict[str, Any]]]:
+    """Anthropic's Messages endpoint answering every request with ``ANSWER`` (streamed, as
+    pydantic-ai asks); yields the bodies sent."""
+    sent: list[dict[str, Any]] = []
+    with respx.mock(using="httpcore2", assert_all_called=False) as router:
+        router.post(f"{ANTHROPIC_URL}/v1/messages").mock(
+            side_effect=lambda request: _streamed_answer(request, sent))
+        yield sent

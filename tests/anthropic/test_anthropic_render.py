@@ -59,7 +59,7 @@ def round_trip(history: list[dict[str, Any]], system: Any = None) -> tuple[Any, 
 
 # --- same-role neighbours ----------------------------------------------------------------------
 
-SAME_ROLE = {
+SAME_ROLE: dict[str, list[dict[str, Any]]] = {
     "results then a note": [
         {"role": "user", "content": "Run the tests."}, use("t1"),
         {"role": "user", "content": [result("t1", "3 failed")]},
@@ -213,7 +213,7 @@ def test_file_data_compacts_exactly_like_its_base64_text(tmp_path_factory: pytes
                {"role": "user", "content": "And now?"}]
     encoded = [image_message(text), *history[1:]]
     for budget in (60, 5_000):
-        outcomes = []
+        outcomes: list[tuple[object, object]] = []
         for case in (history, encoded):
             try:
                 done = messages.compact(case, budget=budget, estimator=CHARS, keep_recent=1)
@@ -245,9 +245,9 @@ def test_the_wrapped_client_sends_system_messages_neighbours_and_files_as_given(
     api.post("/v1/messages/count_tokens").respond(json={"input_tokens": 100})
     path = tmp_path / "shot.png"
     path.write_bytes(png_bytes())
-    history = [*SAME_ROLE["results then a note"][:3],
-               {"role": "system", "content": "Be terse."},
-               image_message(path)]
+    history: list[Any] = [*SAME_ROLE["results then a note"][:3],
+                          {"role": "system", "content": "Be terse."},
+                          image_message(path)]
     client = CompactingAnthropic(Anthropic(api_key="test", base_url=BASE_URL, max_retries=0),
                                  window=200_000)
     client.messages.create(model=MODEL, max_tokens=100, messages=history)

@@ -284,13 +284,13 @@ def _assert_same_shape(original: Any, written: Any) -> None:
     assert type(written) is type(original)
     if not isinstance(original, dict):
         return
-    if "request" in original and "messages" not in original and "input" not in original:
+    if "request" in original and not {"messages", "input", "contents"} & set(original):
         assert list(written) == list(original)
         assert ({k: v for k, v in written.items() if k != "request"} ==
              {k: v for k, v in original.items() if k != "request"})
         _assert_same_shape(original["request"], written["request"])
         return
-    history = ("input", "instructions", "messages", "system")
+    history = ("input", "instructions", "messages", "system", "contents")
     assert [k for k in written if k not in history] == [k for k in original if k not in history]
     assert ({k: v for k, v in written.items() if k not in history} ==
          {k: v for k, v in original.items() if k not in history})
@@ -424,11 +424,93 @@ def test_inspect_under_pressure(tiktoken_cache: Path, capsys: pytest.CaptureFixt
 def test_inspect_plans_what_compact_does(tiktoken_cache: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     for path in (CHAT, RESPONSES):
-        options = ("--budget", "7000", "--keep-recent", "3", "--pin", "2", "--json")
-        _, inspected, _ = _main(capsys, "inspect", path, *options)
-        _, compacted, _ = _main(capsys, "compact", path, *options, "-o", tmp_path / "out.json")
-        assert json.loads(inspected)["report"] == json.loads(compacted)["report"]
-        assert json.loads(inspected)["report"]["summary_turn_ids"]
+        for summarizer in ("none", "offline"):
+            options = ("--budget", "7000", "--keep-recent", "3", "--pin", "2", "--json",
+                       "--summarizer", summarizer)
+            _, inspected, _ = _main(capsys, "inspect", path, *options)
+            _, compacted, _ = _main(capsys, "compact", path, *options, "-o",
+                                    tmp_path / "out.json")
+            assert json.loads(inspected)["report"] == json.loads(compacted)["report"]
+            summaries = json.loads(inspected)["report"]["summary_turn_ids"]
+            assert bool(summaries) is (summarizer == "offline")
+
+
+@pytest.mark.parametrize("command", ["inspect", "compact"])
+def test_by_default_the_cli_plans_as_the_library_does(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    """No summarizer unless one is asked for: the plan is ``chat.compact``'s own."""
+    from cutctx_adapters.openai import chat
+
+    body = json.loads(CHAT.read_text(encoding="utf-8"))
+    library = chat.compact(body["messages"], model=body["model"], budget=3000,
+                           tools=body["tools"])
+    tail = ("-o", tmp_path / "out.json") if command == "compact" else ()
+    code, out, err = _main(capsys, command, CHAT, "--budget", "3000", "--json", *tail)
+    assert code == 0, err
+    report = json.loads(out)["report"]
+    assert report["plan_hash"] == library.report.plan_hash
+    assert report["summary_turn_ids"] == []
+
+
+def test_policy_help_names_every_member_of_the_default_chain(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _main(capsys, "inspect", "--help")
+    assert code == 0
+    help_text = " ".join(out.split())
+    for member in ("deduplicate", "clip", "mask", "summarize", "drop"):
+        assert member in help_text.partition("--policy")[2], member
+    assert "--summarizer {none,offline}" in help_text
+
+
+def test_a_summarize_policy_without_a_summarizer_is_a_usage_error(
+        tiktoken_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _main(capsys, "inspect", CHAT, "--policy", "summarize")
+    assert code == 2 and out == "" and "--summarizer" in err
+    assert _main(capsys, "inspect", CHAT, "--policy", "summarize", "--summarizer",
+                 "offline")[0] == 0
+
+
+def test_compact_does_not_overwrite_its_input_unless_forced(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "history.json"
+    path.write_bytes(CHAT.read_bytes())
+    code, out, err = _main(capsys, "compact", path, "--budget", "8000", "-o", path)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "is FILE itself" in err and "--force" in err
+    assert path.read_bytes() == CHAT.read_bytes()
+    link = tmp_path / "same.json"
+    link.hardlink_to(path)  # another name for the same file is the same file
+    assert _main(capsys, "compact", path, "--budget", "8000", "-o", link)[0] == 2
+    code, _, err = _main(capsys, "compact", path, "--budget", "8000", "-o", path, "--force")
+    assert code == 0, err
+    assert len(json.loads(path.read_text(encoding="utf-8"))["messages"]) < len(
+        json.loads(CHAT.read_text(encoding="utf-8"))["messages"])
+
+
+@pytest.mark.parametrize("command", ["inspect", "count", "compact"])
+def test_a_format_the_file_plainly_is_not_is_refused_naming_both(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    anthropic = ROOT / "examples" / "histories" / "coding_agent.anthropic.json"
+    tail = ("-o", tmp_path / "out.json") if command == "compact" else ()
+    code, out, err = _main(capsys, command, anthropic, "--format", "openai-chat", *tail)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--format openai-chat does not match the file: it reads as anthropic" in err
+    assert not (tmp_path / "out.json").exists()
+    code, out, err = _main(capsys, command, RESPONSES, "--format", "anthropic", *tail)
+    assert code == 2 and "it reads as openai-responses" in err
+
+
+def test_a_format_detection_only_guesses_can_be_forced(
+        tiktoken_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Plain text messages read as Chat by default; they are valid Anthropic messages too."""
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps([{"role": "user", "content": "Fix the bug."},
+                                {"role": "assistant", "content": "Done."}]), encoding="utf-8")
+    code, out, err = _main(capsys, "count", path, "--format", "anthropic", "--json")
+    assert code == 0, err
+    assert json.loads(out)["format"] == "anthropic"
 
 
 def test_budget_unmet_exits_1(tiktoken_cache: Path, tmp_path: Path,
@@ -489,7 +571,7 @@ def test_policies(tiktoken_cache: Path, tmp_path: Path,
     seen = {}
     for policy in ("default", "mask", "summarize", "drop"):
         code, out, _ = _main(capsys, "inspect", CHAT, "--json", "--budget", "6000",
-                             "--policy", policy)
+                             "--policy", policy, "--summarizer", "offline")
         seen[policy] = {turn["action"] for turn in json.loads(out)["turns"]} - {"keep"}
     assert seen["mask"] == {"mask"} and seen["drop"] == {"drop"}
     assert seen["summarize"] == {"summarize", "summary"}
@@ -797,8 +879,9 @@ def test_any_tool_name_prints_or_fails_in_one_line(tiktoken_cache: Path, tmp_pat
 def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A huge newest tool result is clipped (strict or not: a result over its share always
-    is); a huge newest user message is clipped by default, refused with --strict; the task is
-    kept unless --no-keep-task."""
+    is), and so is a huge newest user message (its share, like a tool result); a huge recent
+    assistant message is dropped by default, refused with --strict; the task is kept unless
+    --no-keep-task."""
     history = _tool_history("bash")
     history[-1]["content"] = "line of log output\n" * 20_000
     path, out_path = tmp_path / "huge.json", tmp_path / "out.json"
@@ -814,6 +897,16 @@ def test_policy_flags_reach_the_plan(tiktoken_cache: Path, tmp_path: Path,
                                        {"role": "user", "content": person}]),
                            encoding="utf-8")
     code, _out, err = _main(capsys, "compact", observation, "--budget", "1500", "--strict",
+                            "-o", out_path)
+    assert code == 0, err
+    assert "cutctx clipped this message" in json.loads(out_path.read_text())[-1]["content"]
+    rambling = tmp_path / "rambling.json"
+    rambling.write_text(json.dumps([*history[:-1], {**history[-1], "content": "done"},
+                                    {"role": "assistant", "content": person},
+                                    {"role": "user", "content": "Go on."}]), encoding="utf-8")
+    code, _out, err = _main(capsys, "compact", rambling, "--budget", "1500", "-o", out_path)
+    assert code == 0, err
+    code, _out, err = _main(capsys, "compact", rambling, "--budget", "1500", "--strict",
                             "-o", out_path)
     assert code == 2 and "budget cannot be met" in err
     code, out, err = _main(capsys, "compact", path, "--budget", "1500", "--no-keep-task",

@@ -124,8 +124,8 @@ def broken_plans(draw: st.DrawFn) -> tuple[Case, dict[str, Any]] | None:
     groups = [r.group_id for r in requests] + ["span-new"]
     shared = [p for group in Structure.of(case.transcript, case.budget).shared_exchanges
               for p in group]
-    position = draw(st.sampled_from(shared) if shared and draw(st.booleans())
-                    else st.integers(0, len(actions) - 1))
+    in_shared = bool(shared) and draw(st.booleans())
+    position = draw(st.sampled_from(shared) if in_shared else st.integers(0, len(actions) - 1))
     turn_id = actions[position].turn_id
     change = draw(st.sampled_from(
         ("kind", "kind", "kind", "remove", "duplicate", "swap", "drop_request", "add_request",

@@ -12,11 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cutctx import (
+    REQUIREMENTS_PLACEHOLDER,
     Action,
     CharRatioEstimator,
     CompactionBudget,
     CompactionExecutor,
     DeduplicateResultsPolicy,
+    FillingPolicy,
     PolicyChain,
     Role,
     SpanSummarizingPolicy,
@@ -25,11 +27,12 @@ from cutctx import (
     Transcript,
     TranscriptTurn,
     UserLastDropPolicy,
+    UserMessageClipPolicy,
     ValidationError,
     clip_text,
 )
 from cutctx._canonical import sha256_text
-from cutctx._clipping import clip_marker
+from cutctx._clipping import Atom, clip_marker, plan_clip
 from cutctx._digest import digest
 from cutctx._replaced import KIND_KEY, ORIGINAL_SHA256_KEY, ORIGINAL_TOKENS_KEY
 
@@ -80,6 +83,18 @@ def test_clip_marker_text() -> None:
     assert clip_marker(1, 1, 2, "cd", "message").startswith("[... cutctx clipped this message:")
 
 
+def test_a_clip_that_cut_only_an_image_says_so() -> None:
+    text = "The page renders blank after login.\nSee the screenshot below.\n[input_image]"
+    image = Atom(text.index("[input_image]"), len(text), 1000)
+    clip = plan_clip(text, 1020, 200, CHARS, atoms=(image,))
+    assert clip is not None
+    assert clip.marker.startswith(
+        "[... cutctx clipped this tool result: 1 [input_image] elided; original: 1020 tokens")
+    assert ": 0 tokens (" not in clip.marker
+    assert clip_marker(300, 12, 900, "cd", elided_parts="2 [image]").startswith(
+        "[... cutctx clipped this tool result: 300 tokens (12 lines), with 2 [image], elided")
+
+
 def test_clip_returns_none_when_nothing_smaller_fits() -> None:
     assert clip_text(LOG, CHARS.estimate_tokens(LOG), 10, CHARS) is None  # not even the marker
     assert clip_text("short", 2, 100, CHARS) is None  # already small
@@ -112,6 +127,18 @@ def test_a_result_identical_to_a_later_one_names_it() -> None:
         f"100 tokens, sha256:{sha256_text(same)}]")
     assert by_id["r0"].metadata[KIND_KEY] == "deduplicated"
     assert by_id["r2"].content == same  # the later copy is what stays
+
+
+def test_a_recent_copy_over_the_budget_is_a_pointer_and_only_its_later_copy_is_clipped() -> None:
+    same = LOG[:2_400]  # 600 tokens, two copies protected as recent, budget 400
+    transcript = agent(same, same)
+    chain = PolicyChain([DeduplicateResultsPolicy(), ToolResultClipPolicy(150)])
+    plan = chain.decide(transcript, CompactionBudget(400, 5))
+    fates = {a.turn_id: a.action for a in plan.actions}
+    assert fates["r0"] is Action.DEDUPLICATE and fates["r1"] is Action.CLIP
+    assert not plan.budget_unmet
+    alone = ToolResultClipPolicy(150).decide(transcript, CompactionBudget(400, 5))
+    assert {a.turn_id: a.action for a in alone.actions}["r0"] is Action.DEDUPLICATE
 
 
 def test_results_that_only_look_alike_are_not_deduplicated() -> None:
@@ -178,6 +205,67 @@ def test_user_last_drops_assistant_and_tool_turns_before_user_turns() -> None:
     kept = [t.turn_id for t in view.turns]
     assert all(t.startswith("u") for t in kept[:-1])  # every assistant went before a user
     assert "u0" in kept and len([k for k in kept if k.startswith("u")]) == 7
+
+
+PERSON = ("Thanks, that looks better than before. Never touch billing.py. All amounts in EUR. "
+          + "I was thinking about it over lunch and it seems fine. " * 6)
+
+
+def test_a_person_who_must_give_way_keeps_the_requirements_verbatim() -> None:
+    turns = [turn("s", Role.SYSTEM, "You help."), turn("u0", Role.USER, "Task.", pinned=True),
+             turn("u1", Role.USER, PERSON), turn("a1", Role.ASSISTANT, "ok " * 40),
+             turn("u2", Role.USER, "Go on.")]
+    transcript = Transcript(tuple(turns))
+    policy = UserLastDropPolicy(requirement_tokens=32)
+    plan = policy.decide(transcript, CompactionBudget(60, 1))
+    action = {a.turn_id: a for a in plan.actions}["u1"]
+    assert action.action is Action.MASK and not plan.budget_unmet
+    assert {a.turn_id: a for a in plan.actions}["a1"].action is Action.DROP  # went first
+    view = {t.turn_id: t for t in CompactionExecutor().apply(transcript, plan).transcript.turns}
+    assert view["u1"].content == (
+        f"{REQUIREMENTS_PLACEHOLDER} (original: {CHARS.estimate_tokens(PERSON)} tokens, "
+        f"sha256:{sha256_text(PERSON)})\nNever touch billing.py.\nAll amounts in EUR.")
+    assert "EUR" not in repr(plan.to_dict())  # the plan names ranges, never the text
+    tighter = policy.decide(transcript, CompactionBudget(12, 1))
+    assert {a.turn_id: a for a in tighter.actions}["u1"].action is Action.DROP  # then dropped
+    assert UserLastDropPolicy().decide(transcript, CompactionBudget(60, 1)).actions[2].action \
+        is Action.DROP  # requirement_tokens=0: 0.1.0's drop
+    assert policy.decide(Transcript(tuple(
+        turn(t.turn_id, t.role, "Looks fine to me. " * 20 if t.turn_id == "u1" else t.content,
+             pinned=t.pinned) for t in turns)), CompactionBudget(60, 1)).actions[2].action \
+        is Action.DROP  # nothing required: dropped whole
+
+
+def test_filling_gives_back_what_a_person_typed_before_newer_tool_output() -> None:
+    def step(n: int) -> list[TranscriptTurn]:
+        return [turn(f"a{n}", Role.ASSISTANT, "run", f"c{n}"),
+                turn(f"r{n}", Role.TOOL, "output line\n" * 8, f"c{n}")]  # 25 tokens
+
+    turns = [turn("s", Role.SYSTEM, "You help."), turn("u0", Role.USER, "Task.", pinned=True),
+             turn("u1", Role.USER, "Fine by me, thanks a lot."), *step(0),
+             turn("u2", Role.USER, "long " * 160), *step(1), *step(2),
+             turn("u3", Role.USER, "Go on.")]
+    transcript = Transcript(tuple(turns))  # every exchange, then u1 and u2 must go to fit 62
+    drop = UserLastDropPolicy()
+    plain = FillingPolicy(drop).decide(transcript, CompactionBudget(62, 1))
+    people = FillingPolicy(drop, people_first=True).decide(transcript, CompactionBudget(62, 1))
+    fates = {a.turn_id: a.action for a in plain.actions}
+    assert fates["u1"] is Action.DROP and fates["r1"] is Action.KEEP  # newest first
+    fates = {a.turn_id: a.action for a in people.actions}
+    assert fates["u1"] is Action.KEEP and fates["r1"] is Action.DROP  # the person's first
+    assert fates["r2"] is Action.KEEP and not people.budget_unmet
+
+
+def test_a_huge_message_a_person_typed_is_clipped_to_its_share() -> None:
+    turns = [turn("s", Role.SYSTEM, "You help."), turn("u0", Role.USER, "Task.", pinned=True),
+             turn("u1", Role.USER, "Here is the log:\n" + LOG)]
+    transcript = Transcript(tuple(turns))
+    plan = UserMessageClipPolicy(max_result_fraction=0.25).decide(
+        transcript, CompactionBudget(800, 1))
+    view = {t.turn_id: t for t in CompactionExecutor().apply(transcript, plan).transcript.turns}
+    assert view["u1"].token_estimate <= 200 and "cutctx clipped this message" in view["u1"].content
+    assert view["u1"].content.startswith("Here is the log:\n")
+    assert view["u0"].content == "Task."  # pinned: kept as given
 
 
 # --- just-enough summaries -----------------------------------------------------------------------

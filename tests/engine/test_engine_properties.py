@@ -418,9 +418,12 @@ def test_untouchable_turns_are_kept_and_unchanged_in_view(case: Case) -> None:
     for position in untouchable_positions(case.transcript, case.budget.protected_recent_turns):
         turn = case.transcript.turns[position]
         action = plan.actions[position]
-        if action.action is Action.CLIP:  # only a turn protected for being recent
+        if action.action in (Action.CLIP, Action.DEDUPLICATE):  # protected for being recent
             assert turn.role is not Role.SYSTEM and not turn.pinned
             assert turn.turn_id in view_by_id
+            if action.action is Action.DEDUPLICATE:  # its copy is in the view: nothing lost
+                assert action.replacement is not None
+                assert action.replacement.refers_to in view_by_id
             continue
         assert action.action is Action.KEEP
         assert view_by_id[turn.turn_id] == turn

@@ -16,6 +16,7 @@ from openai import OpenAI
 
 from cutctx import (
     OBSERVATION_KEY,
+    REQUIREMENTS_PLACEHOLDER,
     CharRatioEstimator,
     CompactionBudget,
     CompactionExecutor,
@@ -263,7 +264,7 @@ def marks(conversion: Any) -> dict[str, str | None]:
 
 
 def test_the_conversion_marks_outputs_after_an_assistant_message_and_never_the_task() -> None:
-    assert marks(chat.to_transcript(swe_agent_history())) == {
+    assert marks(chat.to_transcript(swe_agent_history(), estimator=CHARS)) == {
         "m1": None, "m3": "prompt", "m5": "prompt", "m7": "traceback", "m9": None}
 
 
@@ -276,7 +277,8 @@ def test_after_tool_results_output_is_an_observation_and_prose_is_not() -> None:
                {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
                {"role": "tool", "tool_call_id": "c2", "content": "done"},
                {"role": "user", "content": "Continue."}]
-    assert marks(chat.to_transcript(history)) == {"m0": None, "m3": "traceback", "m6": None}
+    assert marks(chat.to_transcript(history, estimator=CHARS)) == {
+        "m0": None, "m3": "traceback", "m6": None}
 
 
 def test_a_history_read_on_marks_what_reading_it_whole_marks() -> None:
@@ -290,20 +292,22 @@ def test_a_history_read_on_marks_what_reading_it_whole_marks() -> None:
 
 def test_anthropic_messages_are_marked_the_same_way() -> None:
     history = swe_agent_history()
-    conv = anthropic_messages.to_transcript(history[1:], system=history[0]["content"])
+    conv = anthropic_messages.to_transcript(history[1:], system=history[0]["content"],
+                                            estimator=CHARS)
     assert sorted(v for v in marks(conv).values() if v) == ["prompt", "prompt", "traceback"]
 
 
 def test_responses_items_are_marked_the_same_way() -> None:
     history = swe_agent_history()
-    conv = responses.to_transcript(history[1:], instructions=history[0]["content"])
+    conv = responses.to_transcript(history[1:], instructions=history[0]["content"],
+                                   estimator=CHARS)
     assert sorted(v for v in marks(conv).values() if v) == ["prompt", "prompt", "traceback"]
 
 
 @pytest.mark.parametrize("history", [h for h in LONG_HISTORIES if h.style == "user_observations"],
                          ids=lambda h: h.name)
 def test_generated_agent_runs_have_every_output_marked(history: Any) -> None:
-    conv = chat.to_transcript(history.messages())
+    conv = chat.to_transcript(history.messages(), estimator=CHARS)
     unmarked = [t for t in conv.transcript.turns
                 if t.role is Role.USER and OBSERVATION_KEY not in t.metadata]
     assert all(t.content.startswith(("We're solving", "Here is a demonstration"))
@@ -311,9 +315,9 @@ def test_generated_agent_runs_have_every_output_marked(history: Any) -> None:
 
 
 def compacted(history: list[dict[str, Any]], **options: Any) -> dict[str, str]:
-    result = chat.compact(history, budget=chat.count_tokens(history) * 2 // 3, keep_recent=2,
-                          keep_recent_results=1, digest_tokens=32, max_result_share=1.0,
-                          **options)
+    budget = chat.count_tokens(history, estimator=CHARS) * 2 // 3
+    result = chat.compact(history, budget=budget, keep_recent=2, keep_recent_results=1,
+                          digest_tokens=32, max_result_share=1.0, estimator=CHARS, **options)
     return {r.turn_id: r.kind for r in result.replacements}
 
 
@@ -323,7 +327,15 @@ def test_compact_masks_old_outputs_and_never_what_a_person_typed() -> None:
 
 
 def test_observations_none_keeps_user_messages_as_user_turns() -> None:
-    assert compacted(swe_agent_history(), observations="none") == {}
+    history = swe_agent_history()
+    result = chat.compact(history, budget=chat.count_tokens(history) * 2 // 3, keep_recent=2,
+                          keep_recent_results=1, digest_tokens=32, max_result_share=1.0,
+                          observations="none")
+    assert result.messages is not None
+    for replaced in result.replacements:  # a person's message is shortened, never masked
+        assert replaced.kind == "masked"   # as a tool result would be
+        index = int(replaced.turn_id[1:])
+        assert str(result.messages[index]["content"]).startswith(REQUIREMENTS_PLACEHOLDER)
 
 
 def test_a_callable_names_the_observations_of_an_agents_own_convention() -> None:
@@ -337,7 +349,7 @@ def test_a_callable_names_the_observations_of_an_agents_own_convention() -> None
     def observed(message: Mapping[str, Any], index: int) -> bool:
         return str(message.get("content", "")).startswith("Observation:")
 
-    auto = chat.to_transcript(history)
+    auto = chat.to_transcript(history, estimator=CHARS)
     assert all(OBSERVATION_KEY not in t.metadata for t in auto.transcript.turns)  # prose-like
     masked = compacted(history, observations=observed)
     assert masked and set(masked) <= {"m3", "m5", "m7"}

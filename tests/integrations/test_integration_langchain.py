@@ -5,7 +5,8 @@ checkpointed conversation of four invocations, 212 tool-calling turns."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+import json
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 
-from cutctx import ValidationError
+from cutctx import SummarizationRequest, TranscriptTurn, ValidationError
 from cutctx_adapters.integrations.langchain import CompactionMiddleware
 from cutctx_adapters.session import CallReport
 from tests._support import frameworks as fw
@@ -189,3 +190,121 @@ def test_the_replies_usage_teaches_the_counts_of_ainvoke() -> None:
         asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": fw.TASK}]},
                                   config={**THREAD, "configurable": {"thread_id": "a1"}}))
     fw.check_follows_the_bill(api, reports, 1.4)
+
+
+def _log(lines: int) -> str:
+    return "\n".join(f"worker {n}: step {n % 17} finished in {n % 97} ms" for n in range(lines))
+
+
+def test_a_clip_goes_out_as_a_copy_of_its_own_message() -> None:
+    """Two user messages in a row, the newer a pasted log clipped: the clip is a copy of the
+    newer, its id and name kept (issue 39, item 13: it went out as a copy of the older), and
+    the older, dropped or clipped to its own share, is a copy of itself."""
+    spy = _Spy()
+    middleware = CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE)
+    history: list[AnyMessage] = [
+        HumanMessage(fw.TASK, id="task"), AIMessage("Reading the logs.", id="reply"),
+        HumanMessage("Some context first. " * 150, id="remark", name="alice"),
+        HumanMessage(_log(1_500), id="log", name="bob")]
+    with fw.scripted_api(0):
+        _agent(middleware, spy).invoke({"messages": history}, config=THREAD)
+    report = middleware.last_report
+    assert report is not None and report.turns is not None and report.turns.clipped
+    sent = {message.id: message for message in spy.calls[0][1]}
+    if "remark" in sent:
+        assert sent["remark"].name == "alice"
+        assert str(sent["remark"].content).startswith("Some context first.")
+    clip = sent["log"]
+    assert clip.name == "bob" and clip.content != history[3].content
+    assert str(clip.content).startswith("worker 0: step 0")
+
+
+def test_a_server_tool_result_is_counted_and_clipped_as_the_core_adapter_does() -> None:
+    """An ``AIMessage`` holding Anthropic's ``server_tool_use`` and a 60k-word
+    ``web_fetch_tool_result``, in a 20k window: counted, and the result clipped in its own
+    block, its ``tool_use_id`` and url kept (issue 39, item 14: read as ~50 tokens, sent
+    whole)."""
+    page = " ".join(f"word{n}" for n in range(60_000))
+    fetched = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+        "type": "web_fetch_result", "url": "https://docs.test/a", "content": {
+            "type": "document", "title": "A",
+            "source": {"type": "text", "media_type": "text/plain", "data": page}}}}
+    fetching = AIMessage(id="fetch", content=[
+        {"type": "text", "text": "Fetching."},
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch",
+         "input": {"url": "https://docs.test/a"}},
+        fetched, {"type": "text", "text": "It is long."}])
+    spy = _Spy()
+    middleware = CompactionMiddleware(window=20_000, reserve=1_000)
+    history: list[AnyMessage] = [HumanMessage("Read https://docs.test/a", id="ask"), fetching,
+                                 HumanMessage("Sum it up.", id="go")]
+    with fw.scripted_api(0) as api:
+        _agent(middleware, spy).invoke({"messages": history}, config=THREAD)
+    report = middleware.last_report
+    assert report is not None and report.decision == "compacted" and not report.budget_unmet
+    assert report.tokens_in is not None and report.tokens_in > 60_000
+    sent = spy.calls[0][1][1]
+    assert sent.id == "fetch" and isinstance(sent.content, list)
+    result = next(block for block in sent.content
+                  if isinstance(block, dict) and block["type"] == "web_fetch_tool_result")
+    assert result["tool_use_id"] == "srvtoolu_1"
+    assert result["content"]["url"] == "https://docs.test/a"
+    assert [block["type"] for block in sent.content if isinstance(block, dict)] == [
+        "text", "server_tool_use", "web_fetch_tool_result", "text"]
+    assert len(json.dumps(api.sent[0])) < 4 * 19_000
+
+
+def test_persisted_summaries_of_different_spans_have_different_ids() -> None:
+    """``persist=True`` with a summarizer that answers the same sentence for every span: each
+    summary's id names its span, so the stored history never holds one id twice (issue 39,
+    item 17: the id was the text's hash, and LangGraph's updates could not tell them apart)."""
+    reports: list[CallReport] = []
+    spy = _Spy()
+
+    def same_sentence(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+        return "The agent read files."
+
+    agent = _agent(CompactionMiddleware(window=fw.WINDOW, reserve=fw.RESERVE, persist=True,
+                                        summarizer=same_sentence, on_call=reports.append),
+                   spy)
+    with fw.scripted_api(60, answer_every=30):
+        messages = _talk(agent, 2)
+    summaries = [message for state, _, _ in spy.calls for message in state
+                 if str(message.id).startswith("cutctx-summary-")]
+    assert len({message.id for message in summaries}) > 1
+    for listed in [messages, *(state for state, _, _ in spy.calls),
+                   *(sent for _, sent, _ in spy.calls)]:
+        ids = [message.id for message in listed]
+        assert len(set(ids)) == len(ids)
+
+
+def test_tool_results_given_as_anthropic_blocks_are_masked_in_their_message() -> None:
+    """A history in Anthropic's shape (``tool_result`` blocks inside a ``HumanMessage`` after
+    the call, with text after them): read with the results first, as they answer the call,
+    and each replaced in its own block (the user's text and the message's id kept)."""
+    output = "\n".join(f"line {n} of the build output" for n in range(1_500))
+    history: list[AnyMessage] = [HumanMessage(fw.TASK, id="task")]
+    for step in range(6):
+        history += [
+            AIMessage(f"Step {step}.", id=f"call-{step}", tool_calls=[
+                {"name": "read_file", "args": {"path": f"f{step}"}, "id": f"tu{step}",
+                 "type": "tool_call"}]),
+            HumanMessage(id=f"result-{step}", content=[
+                {"type": "tool_result", "tool_use_id": f"tu{step}", "content": output},
+                {"type": "text", "text": f"Go on ({step})."}])]
+    spy = _Spy()
+    middleware = CompactionMiddleware(window=20_000, reserve=1_000)
+    with fw.scripted_api(0):
+        _agent(middleware, spy).invoke({"messages": history}, config=THREAD)
+    report = middleware.last_report
+    assert report is not None and report.decision == "compacted" and not report.budget_unmet
+    replaced = [message for message in spy.calls[0][1]
+                if not any(message is given for given in history)]
+    assert replaced
+    for message in replaced:
+        assert isinstance(message, HumanMessage) and isinstance(message.content, list)
+        block, text = message.content
+        assert isinstance(block, dict) and isinstance(text, dict)
+        number = str(message.id).removeprefix("result-")
+        assert block["tool_use_id"] == f"tu{number}" and block["content"] != output
+        assert text["text"] == f"Go on ({number})."

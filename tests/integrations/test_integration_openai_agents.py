@@ -18,6 +18,7 @@ pytest.importorskip("agents",
 from agents import (
     Agent,
     ModelSettings,
+    OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     RunConfig,
     Runner,
@@ -140,3 +141,24 @@ def test_server_side_compaction_turned_on_defers_to_the_server() -> None:
     assert Counter(report.decision for report in reports) == {"deferred": len(api.sent)}
     assert "context_management" in reports[-1].reason
     assert len(api.sent[-1]["input"]) == 27  # the task, 13 calls and outputs: all of it
+
+
+def test_a_chat_completions_model_runs_with_the_sdks_placeholder_ids() -> None:
+    """Every item the SDK converts from a chat completion has the id ``__fake_id__``: its own
+    placeholder, not a history error (issue 39, item 12)."""
+    reports: list[CallReport] = []
+    spy = _Spy(compacting_input_filter(window=fw.WINDOW, reserve=fw.RESERVE,
+                                       on_call=reports.append))
+    client = AsyncOpenAI(api_key="test", base_url=fw.BASE_URL, max_retries=0)
+    agent = Agent(name="coder", instructions=fw.INSTRUCTIONS,
+                  tools=[function_tool(fw.read_file)],
+                  model=OpenAIChatCompletionsModel(model=fw.MODEL, openai_client=client))
+    config = RunConfig(call_model_input_filter=spy, tracing_disabled=True)
+    with fw.scripted_api(20) as api:
+        result = Runner.run_sync(agent, fw.TASK, max_turns=30, run_config=config)
+    assert result.final_output == fw.ANSWER and len(reports) == len(api.sent) == 21
+    assert sum(item.get("id") == "__fake_id__" for item in spy.calls[-1][0]) > 20
+    assert any(report.decision in ("compacted", "recompacted") for report in reports)
+    for given, out in spy.calls:
+        fw.same_objects(given, out.input)
+    assert max(fw.Wire.of(api, reports).tokens(body) for body in api.sent) <= fw.WINDOW - fw.RESERVE

@@ -243,7 +243,7 @@ def test_a_summary_within_its_target_keeps_the_request_in_budget() -> None:
     tight = chat.compact(CONVERSATION, budget=budget, summarizer=to_target, keep_recent=2,
                          keep_user_turns=False)
     assert not tight.report.budget_unmet
-    assert tight.messages is not None
+    assert tight.messages is not None and tight.measured_tokens is not None
     assert total(tight.messages) == tight.measured_tokens <= budget
 
 
@@ -256,7 +256,7 @@ def test_a_callers_masking_policy_keeps_the_request_in_budget() -> None:
     budget = first.tokens_after
     tight = chat.compact(HISTORY, budget=budget, keep_recent=2, policy=ObservationMaskingPolicy(0))
     assert not tight.report.budget_unmet
-    assert tight.messages is not None
+    assert tight.messages is not None and tight.measured_tokens is not None
     assert total(tight.messages) == tight.measured_tokens <= budget
 
 
@@ -424,12 +424,14 @@ def test_async_summarizer_failure_raises_naming_the_group() -> None:
     assert SECRET not in str(caught.value)
 
 
-@pytest.mark.parametrize("text", ["", "   \n\t ", None, 42])
-def test_an_empty_summary_is_a_failure(text: Any) -> None:
+@pytest.mark.parametrize(("text", "cause"), [
+    ("", "EmptySummary"), ("   \n\t ", "EmptySummary"), (None, "SummaryNotText"),
+    (42, "SummaryNotText"), (b"summary", "SummaryNotText"), ({"text": "x"}, "SummaryNotText")])
+def test_an_empty_or_non_text_summary_is_a_failure_saying_which(text: Any, cause: str) -> None:
     with pytest.raises(SummarizationFailed) as caught:
         chat.compact(HISTORY, budget=total(HISTORY) // 3, summarizer=lambda r, t: text,
                      keep_recent=3)
-    assert caught.value.details["cause"] == "EmptySummary"
+    assert caught.value.details["cause"] == cause
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])

@@ -359,7 +359,7 @@ def _same_or_replaced(original: dict[str, Any], message: dict[str, Any],
             or (original["role"] == "user" and kind == "clipped")):
         return False
     rest = {k: v for k, v in message.items() if k != "content"}
-    content = message.get("content")
+    content: Any = message.get("content")
     if kind == "clipped" and isinstance(original.get("content"), list):
         # a body of parts stays parts: its text parts cut, the marker a part of its own
         content = "\n".join(part["text"] for part in content)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import cutctx
 from cutctx_adapters.openai import _tokens as tokens_module
+from cutctx_adapters.openai import chat
 from cutctx_adapters.openai._tokens import (
     AUDIO_TOKENS_PER_SECOND,
     DEFAULT_IMAGE_SIZE,
@@ -278,12 +279,28 @@ def test_text_and_refusal_parts_count_as_text(o200k: TiktokenEstimator) -> None:
     assert message_tokens(refusal, o200k) == 3 + count("assistant") + count("I can't.")
 
 
-def test_unknown_part_counts_its_top_level_strings(o200k: TiktokenEstimator) -> None:
-    part = {"type": "input_video", "caption": "a cat", "input_video": {"data": "AAAA" * 1000}}
+def test_unknown_part_counts_its_strings_but_payloads(o200k: TiktokenEstimator) -> None:
+    part = {"type": "input_video", "caption": "a cat", "input_video": {
+        "data": "AAAA" * 1000, "url": "data:video/mp4;base64," + "AAAA" * 100}}
     message = {"role": "user", "content": [part]}
     assert message_tokens(message, o200k) == 3 + o200k.estimate_tokens("user") + (
         o200k.estimate_tokens("a cat")
     )
+
+
+def test_an_unknown_part_is_counted_at_what_it_sends(o200k: TiktokenEstimator) -> None:
+    """A 50k-word ``document`` part and an Anthropic web fetch result inside a message count
+    their text, however deep (issue 39, item 14: they counted nothing)."""
+    words = " ".join(f"clause {n} of the contract" for n in range(10_000))
+    document = {"type": "document", "title": "Contract", "source": {
+        "type": "text", "media_type": "text/plain", "data": words}}
+    fetched = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+        "type": "web_fetch_result", "url": "https://docs.test/a", "content": document}}
+    text = o200k.estimate_tokens(words)
+    for part in (document, fetched):
+        message = {"role": "user", "content": [part]}
+        assert text < message_tokens(message, o200k) < text + 30
+    assert chat.count_tokens([{"role": "user", "content": [document]}]) > text
 
 
 def test_any_token_estimator_works_with_gpt_4o_rules() -> None:

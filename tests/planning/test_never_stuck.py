@@ -18,7 +18,7 @@ import pytest
 from cutctx import BudgetUnsatisfiable
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
-from cutctx_adapters.planning._pipeline import CompactionResult
+from cutctx_adapters.planning import CompactionResult
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.plain import dicts
 

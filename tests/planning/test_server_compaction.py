@@ -241,6 +241,101 @@ def test_a_compaction_block_after_other_blocks_covers_them_too() -> None:
     messages.validate(sent(result))
 
 
+def closing_history() -> list[Any]:
+    """The latest compaction block closes an assistant message after its ``tool_use``, the
+    call's result in the next message."""
+    history: list[Any] = [BetaUserMessageParam(role="user", content="Fix the failing test.")]
+    for n in range(3):
+        history += a_round(n, 40)
+    history.append(BetaAssistantMessageParam(role="assistant", content=[
+        BetaTextBlockParam(type="text", text="Running the tests."),
+        BetaToolUseBlockParam(type="tool_use", id="toolu_c", name="run_tests", input={}),
+        copy.deepcopy(BLOCK)]))
+    history.append(BetaUserMessageParam(role="user", content=[
+        BetaToolResultBlockParam(type="tool_result", tool_use_id="toolu_c",
+                                 content="3 failed")]))
+    history += a_round(3, 40)
+    history.append(BetaUserMessageParam(role="user", content="Go on."))
+    return history
+
+
+def test_a_compaction_block_after_a_tool_use_opens_the_request_its_call_after_it() -> None:
+    """What the block covers is left out; the call whose result follows stays, after the block
+    (as a response that compacted has it), and no note goes before the block."""
+    history = closing_history()
+    cut = boundary_index(history)
+    expected = [{"role": "assistant", "content": [BLOCK, *history[cut]["content"][:2]]},
+                *history[cut + 1:]]
+    result = messages.compact(history, model=CLAUDE, budget=100_000)
+    prepared = CompactionSession(messages.FORMAT, model=CLAUDE).prepare(
+        messages=history, max_tokens=1_000)
+    for out in (sent(result), prepared.messages):
+        assert out == expected
+        messages.validate(out)
+    assert result.tokens_sent == messages.count_tokens(expected, model=CLAUDE)
+
+
+THINKING_ON = {"type": "enabled", "budget_tokens": 2_048}
+
+
+def thinking_loop_history(across: bool) -> list[Any]:
+    """A tool loop with thinking that the server compacted: its response opens with the
+    compaction block, then its thinking (``[compaction, thinking, tool_use]``). ``across``:
+    the loop began before the compaction (no user message between)."""
+    history: list[Any] = [BetaUserMessageParam(role="user", content="Fix the failing test.")]
+    for n in range(3):
+        history.append({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": f"Step {n}.", "signature": f"sig-{n}"},
+            BetaToolUseBlockParam(type="tool_use", id=f"toolu_{n}", name="read_file",
+                                  input={"n": n})]})
+        history.append(BetaUserMessageParam(role="user", content=[
+            BetaToolResultBlockParam(type="tool_result", tool_use_id=f"toolu_{n}",
+                                     content="code line " * 40)]))
+    if not across:
+        history[-1]["content"].append(BetaTextBlockParam(type="text", text="Now run them."))
+    history.append({"role": "assistant", "content": [
+        copy.deepcopy(BLOCK),
+        {"type": "thinking", "thinking": "From the summary.", "signature": "sig-c"},
+        BetaToolUseBlockParam(type="tool_use", id="toolu_c", name="run_tests", input={})]})
+    history.append(BetaUserMessageParam(role="user", content=[
+        BetaToolResultBlockParam(type="tool_result", tool_use_id="toolu_c",
+                                 content="3 failed")]))
+    return history
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_thinking_after_the_server_s_compaction_opens_the_loop(across: bool) -> None:
+    """The API takes a compaction block first, then the thinking: compact, sessions and
+    validate agree, and nothing the block covers is sent before it."""
+    history = thinking_loop_history(across)
+    cut = boundary_index(history)
+    messages.validate(history[cut:], thinking=THINKING_ON)
+    result = messages.compact(history, model=CLAUDE, budget=100_000, thinking=THINKING_ON)
+    prepared = CompactionSession(messages.FORMAT, model=CLAUDE).prepare(
+        messages=history, max_tokens=4_096, thinking=THINKING_ON)
+    for out in (sent(result), prepared.messages):
+        assert out == history[cut:]
+        messages.validate(out, thinking=THINKING_ON, original=history)
+    growing = CompactionSession(messages.FORMAT, model=CLAUDE)  # read call by call
+    for end in range(1, len(history) + 1, 2):
+        out = growing.prepare(messages=history[:end], max_tokens=4_096,
+                              thinking=THINKING_ON).messages
+        messages.validate(out, thinking=THINKING_ON, original=history[:end])
+    assert out == history[cut:]
+
+
+def test_a_loop_opened_after_a_compaction_without_thinking_is_refused() -> None:
+    history = thinking_loop_history(across=False)
+    cut = boundary_index(history)
+    del history[cut]["content"][1]
+    for check in (lambda: messages.validate(history[cut:], thinking=THINKING_ON),
+                  lambda: messages.compact(history, model=CLAUDE, thinking=THINKING_ON)):
+        with pytest.raises(ValidationError) as refused:
+            check()
+        assert refused.value.details["rule"] == "thinking_not_first"
+        assert refused.value.details["index"] in (0, cut)
+
+
 # --- Responses histories ---------------------------------------------------------------------
 
 ITEM = ResponseCompactionItemParamParam(type="compaction", id="cmp_2",
@@ -602,8 +697,9 @@ def test_the_reports_say_what_was_left_out_in_ids_only() -> None:
 @st.composite
 def compacted_histories(draw: st.DrawFn) -> dict[str, Any]:
     """The Anthropic property histories, with a server tool's call and result put in some
-    assistant messages and a compaction block opening one of them (not one that must open
-    with its thinking)."""
+    assistant messages and a compaction block in one of them: opening it (before its thinking,
+    as the server puts it when it compacts inside a tool loop), or closing it after its calls
+    (their results in the next message)."""
     case = draw(histories())
     history = case["messages"]
     counter = iter(range(10_000))
@@ -621,12 +717,17 @@ def compacted_histories(draw: st.DrawFn) -> dict[str, Any]:
                         "data": "page text " * draw(st.integers(1, 80))}}}}]
     candidates = [index for index, message in enumerate(history)
                   if index and message["role"] == "assistant"
-                  and isinstance(message["content"], list)
-                  and message["content"][0]["type"] not in ("thinking", "redacted_thinking")]
+                  and isinstance(message["content"], list)]
     cut: int | None = None
     if draw(st.booleans()) and candidates:
         cut = draw(st.sampled_from(candidates))
-        history[cut]["content"].insert(0, dict(BLOCK))
+        content = history[cut]["content"]
+        if case["thinking"] and content[0]["type"] != "thinking":
+            # with thinking on, a response that compacted goes on with its thinking
+            content.insert(0, {"type": "thinking", "thinking": "after the compaction",
+                               "signature": f"sig-after-{cut}"})
+        closing = content[-1]["type"] == "tool_use" and draw(st.booleans())
+        content.insert(len(content) if closing else 0, dict(BLOCK))
     return {**case, "cut": cut}
 
 
@@ -656,6 +757,19 @@ def test_any_history_with_a_compaction_block_or_server_tools_compacts_to_a_valid
         # judged on what is sent (measured after rendering), as budget_unmet is: the plan's
         # own estimate (tokens_after) may count a stub's framing a little high
         assert result.tokens_sent <= int(total * fraction) or result.budget_unmet
+        session = CompactionSession(messages.FORMAT, window=max(1, int(total * fraction)),
+                                    reserve=0, estimator=CHARS, pin=case["pin"],
+                                    keep_recent=keep_recent,
+                                    summarizer=summarize_any if policy else None)
+        try:
+            prepared = session.prepare(messages=history, system=system, thinking=thinking)
+        except BudgetUnsatisfiable:
+            continue
+        assert history == frozen
+        messages.validate(prepared.messages, system=prepared.system, thinking=thinking,
+                          original=history)
+        if case["cut"] is not None:
+            assert prepared.messages[0]["content"][0] == BLOCK
 
 
 def summarize_any(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from anthropic.types import ToolParam
+from openai.types.chat import ChatCompletionFunctionToolParam
+
 SYSTEM = "You are a coding agent. Work step by step."
 
 
@@ -35,12 +38,14 @@ def messages_turn(turn: int) -> list[dict[str, Any]]:
                  "content": result_text(turn)}]}]
 
 
-TOOLS_CHAT = [{"type": "function", "function": {
+TOOLS_CHAT: list[ChatCompletionFunctionToolParam] = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
-TOOLS_RESPONSES = [{"type": "function", "name": "read_file", "description": "Read a file",
-                    "parameters": {"type": "object",
-                                   "properties": {"path": {"type": "string"}}}}]
-TOOLS_MESSAGES = [{"name": "read_file", "description": "Read a file",
+# Without "strict", which the API defaults but the SDK's FunctionToolParam requires.
+TOOLS_RESPONSES: list[Any] = [{"type": "function", "name": "read_file",
+                               "description": "Read a file",
+                               "parameters": {"type": "object",
+                                              "properties": {"path": {"type": "string"}}}}]
+TOOLS_MESSAGES: list[ToolParam] = [{"name": "read_file", "description": "Read a file",
                    "input_schema": {"type": "object",
                                     "properties": {"path": {"type": "string"}}}}]

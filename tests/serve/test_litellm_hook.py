@@ -49,6 +49,7 @@ def test_the_hook_compacts_chat_and_litellm_sends_it(fake: tuple[Fake, Served]) 
             decisions.append(figures["decision"])
             assert figures["tokens_sent"] <= 5600 and out["metadata"]["user_api_key_alias"]
             assert chat.count_tokens(out["messages"], model="gpt-4o", tools=TOOLS_CHAT) <= 5600
+        assert out is not None  # the last turn's request
         reply = await litellm.acompletion(
             model="openai/gpt-4o", messages=out["messages"], tools=TOOLS_CHAT,
             api_base=f"{served.url}/v1", api_key="sk-upstream", max_tokens=400)

@@ -54,8 +54,8 @@ def test_openai_chat_sdk_compacts_and_keeps_the_prefix(
             model="gpt-4o", messages=history, tools=TOOLS_CHAT, max_tokens=400)
         decisions.append(raw.headers["x-cutctx-decision"])
         assert int(raw.headers["x-cutctx-tokens-sent"]) <= 5600
-        reply = raw.parse()
-        assert reply.choices[0].message.content.startswith("reply")
+        content = raw.parse().choices[0].message.content
+        assert content is not None and content.startswith("reply")
     assert "compacted" in decisions and "appended" in decisions
     _check_sent(state, "/v1/chat/completions", "messages", decisions)
     for request in state.of("/v1/chat/completions"):
@@ -66,7 +66,7 @@ def test_openai_chat_sdk_streams_through(fake: tuple[Fake, Served],
                                          proxy: ProxyFactory) -> None:
     served = proxy(SETTINGS)
     client = openai.OpenAI(api_key="sk-test", base_url=f"{served.url}/v1", max_retries=0)
-    history = [{"role": "user", "content": "Hi"}]
+    history: list[Any] = [{"role": "user", "content": "Hi"}]
     with client.chat.completions.with_streaming_response.create(
             model="gpt-4o", messages=history, stream=True,
             stream_options={"include_usage": True}) as response:

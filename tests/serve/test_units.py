@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import fields
 
 from hypothesis import given
@@ -56,7 +57,9 @@ def test_events_are_the_same_however_the_bytes_are_cut(cuts: list[int]) -> None:
 
 
 def test_serve_has_a_flag_for_every_setting() -> None:
-    serve = build_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
+    commands = next(action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    serve = commands.choices["serve"]
     flags = {option for action in serve._actions for option in action.option_strings}
     assert {"--" + field.name.replace("_", "-") for field in fields(CompactionSettings)} <= flags
 

@@ -17,8 +17,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from cutctx import BudgetUnsatisfiable, SummarizationRequest, TranscriptTurn
 from cutctx_adapters import CallReport, CompactionSession, CompactionSettings
 from cutctx_adapters.openai import chat, responses
+from cutctx_adapters.reports import FATES
 from cutctx_adapters.stores import MemoryStore
 from tests._support.agents import chat_run
+from tests.session.test_report_honesty import turn_ids
 
 CANARY = "CANARY-7f3e"
 """In the history's task; must never reach a report, a log record or a span."""
@@ -174,7 +176,9 @@ def test_one_span_per_compaction_with_its_figures_and_no_content(
         assert attributes["gen_ai.provider.name"] == "openai"
         assert report.compaction is not None
         assert attributes["cutctx.plan_hash"] == report.compaction.plan_hash
-        assert attributes["cutctx.turns.dropped"] == len(report.compaction.dropped_turn_ids)
+        assert report.turns is not None
+        assert {fate: attributes[f"cutctx.turns.{fate}"] for fate in FATES} == (
+            report.turns.counts())
     summaries = [span for span in finished if span.name == "chat summary-model"]
     assert len(summaries) == summarizer.calls > 0
     for span in summaries:
@@ -186,6 +190,24 @@ def test_one_span_per_compaction_with_its_figures_and_no_content(
             compaction.context.span_id for compaction in compactions}
     for span in finished:
         assert CANARY not in json.dumps(dict(span.attributes or {}))
+
+
+def test_the_span_counts_each_turn_once_as_the_report_does(
+        spans: InMemorySpanExporter) -> None:
+    """A cold call on a long history runs several events: a result clipped by one and masked
+    by the next is one masked turn, in the span as in ``report.turns``."""
+    run = chat_run(5, 90)
+    session = CompactionSession(chat.FORMAT, model="gpt-4o", window=8000,
+                                max_result_tokens=300)
+    report = session.prepare(model="gpt-4o", messages=run.items).report
+    assert report.events > 1 and report.turns is not None
+    twice = len(report.replacements) - len({r.turn_id for r in report.replacements})
+    assert twice > 0  # the history has turns replaced by more than one event
+    (span,) = [span for span in spans.get_finished_spans() if span.name == "cutctx.compaction"]
+    attributes = span.attributes or {}
+    counts = {fate: attributes[f"cutctx.turns.{fate}"] for fate in FATES}
+    assert counts == report.turns.counts()
+    assert sum(report.turns.counts().values()) == len(turn_ids(chat.FORMAT, run.items, None))
 
 
 def test_no_span_without_a_configured_provider(monkeypatch: pytest.MonkeyPatch) -> None:

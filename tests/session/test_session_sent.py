@@ -14,6 +14,7 @@ import copy
 import json
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,7 +203,10 @@ def test_through_compactions_every_call_sends_what_a_fresh_worker_sends(name: st
         decisions.add(prepared.report.decision)
         fresh = worker().prepare(request).request
         assert json.dumps(prepared.request) == json.dumps(fresh), index
-    assert {"compacted", "appended"} <= decisions
+        if prepared.report.decision == "recompacted" and not prepared.report.events:
+            # the keys in the other order: not the earlier request's bytes, and said so
+            assert "with their keys in this history's order" in prepared.report.reason
+    assert {"compacted", "recompacted"} <= decisions
 
 
 # --- in-place edits of any mapping -----------------------------------------------------------
@@ -221,3 +225,112 @@ def test_an_in_place_redaction_of_a_mapping_subclass_is_seen(name: str) -> None:
     sent = body(compactor, request)
     assert SECRET not in sent and "[redacted]" in sent
     assert sent == body(new_session(fmt, "content"), request)
+
+
+# --- fresh copies of a long history: compared by their encodings, in C (issue 39: 25) --------
+
+
+def long_session() -> CompactionSession:
+    return CompactionSession(chat.FORMAT, model="gpt-4o", window=200_000, reserve=0,
+                             estimator=CharRatioEstimator(), check_prefix="content")
+
+
+def long_chat(value: Any, *, reverse: bool = False) -> dict[str, Any]:
+    """A chat history long enough to be compared by encodings, a number near its end."""
+    filler = [{"role": "user" if index % 2 == 0 else "assistant",
+               "content": f"step {index}"} for index in range(120)]
+    marked = {"role": "user", "content": "Deploy it.", "priority": value}
+    if reverse:
+        marked = dict(reversed(marked.items()))
+    return {"messages": [{"role": "system", "content": "You are a coding agent."}, *filler,
+                         marked, {"role": "assistant", "content": "Deploying."}]}
+
+
+@pytest.mark.parametrize("change", ["true", "float", "keys"])
+def test_fresh_copies_of_a_long_history_tell_what_equality_cannot(change: str) -> None:
+    compactor = long_session()
+    first = long_chat(1)
+    body(compactor, json.loads(json.dumps(first)))
+    given = (long_chat(True) if change == "true" else long_chat(1.0) if change == "float"
+             else long_chat(1, reverse=True))
+    sent = body(compactor, json.loads(json.dumps(given)))
+    assert sent == body(long_session(), given)
+    assert json.loads(sent)["messages"] == given["messages"]
+
+
+def test_fresh_copies_of_an_unchanged_long_history_read_only_what_they_append() -> None:
+    compactor = long_session()
+    history = long_chat(1)
+    compactor.prepare({"model": "gpt-4o", **json.loads(json.dumps(history))})
+    more = [*history["messages"], {"role": "user", "content": "And now?"}]
+    report = compactor.prepare(model="gpt-4o", messages=json.loads(json.dumps(more))).report
+    assert report.decision == "unchanged"
+    again = compactor.prepare(model="gpt-4o", messages=json.loads(json.dumps(more))).report
+    assert (again.decision, again.items_in) == ("unchanged", len(more))
+
+
+# --- what each mode does not see: as the README and the setting's docstring say (issue 39) ------
+
+
+def test_the_readme_and_the_setting_say_the_same_of_what_each_mode_takes_as_unchanged() -> None:
+    root = Path(__file__).resolve().parents[2]
+
+    def said(path: Path, source: str) -> str:
+        text = path.read_text(encoding="utf-8")
+        words = text[text.index("What each mode takes as unchanged"):].replace("`", "").split()
+        end = next(index for index, word in enumerate(words) if word.startswith("worker"))
+        return " ".join(words[:end + 1]).replace(source, "SOURCE")
+
+    assert said(root / "README.md", "CompactionSettings.check_prefix") == said(
+        root / "adapters" / "cutctx_adapters" / "settings.py", "the README")
+
+
+def chat_request() -> dict[str, Any]:
+    return {"messages": [{"role": "system", "content": "You are a coding agent."},
+                         {"role": "user", "content": f"Deploy it. The token is {SECRET}."},
+                         {"role": "assistant", "content": "Deploying."},
+                         {"role": "user", "content": "Done?", "priority": 1}]}
+
+
+def test_by_identity_an_item_edited_in_place_is_sent_as_it_was_read() -> None:
+    request = chat_request()
+    compactor = new_session(chat.FORMAT, "identity")
+    body(compactor, request)
+    request["messages"][1]["content"] = "[redacted]"  # in place: not seen
+    request["messages"].append({"role": "assistant", "content": "Deployed."})
+    assert SECRET in body(compactor, request)
+    assert SECRET not in body(new_session(chat.FORMAT, "identity"), request)
+
+
+def test_by_identity_an_equal_item_in_the_very_list_is_sent_as_it_was_read() -> None:
+    request = chat_request()
+    compactor = new_session(chat.FORMAT, "identity")
+    body(compactor, request)
+    request["messages"][3] = {"role": "user", "content": "Done?", "priority": True}
+    assert '"priority": 1' in body(compactor, request)  # 1 == True: not seen
+    copied = {"messages": list(request["messages"])}  # another list: compared as sent
+    assert '"priority": true' in body(compactor, copied)
+
+
+def test_by_content_a_key_moved_within_the_very_mapping_is_not_seen() -> None:
+    request = chat_request()
+    compactor = new_session(chat.FORMAT, "content")
+    body(compactor, request)
+    told = request["messages"][1]
+    told["role"] = told.pop("role")  # the same keys, another order
+    assert list(json.loads(body(compactor, request))["messages"][1]) == ["role", "content"]
+    assert list(json.loads(body(new_session(chat.FORMAT, "content"), request))["messages"][1]) == [
+        "content", "role"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_sdk_object_is_recognised_by_identity_in_both_modes(mode: str) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    reply = ChatCompletionMessage(role="assistant", content="Deploying.")
+    request = chat_request()
+    request["messages"][2] = reply
+    compactor = new_session(chat.FORMAT, mode)
+    body(compactor, request)
+    reply.content = "[redacted]"  # in place, in the SDK's own object
+    assert json.loads(body(compactor, request))["messages"][2]["content"] == "Deploying."

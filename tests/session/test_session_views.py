@@ -1,7 +1,9 @@
 """Sessions derive their view from the history alone, and their decisions are final.
 
 * Two sessions that never talk send byte-identical requests for the same history, whichever of
-  its earlier calls each one saw (issue 12: workers behind a load balancer).
+  its earlier calls each one saw (issue 12: workers behind a load balancer); with summaries,
+  when they share the store that holds them (a summary is model output: what the store holds
+  is what a first call on a long history reads, issue 39).
 * A stub always names an original's hash, and a turn once masked renders the same bytes on every
   later call until it is dropped or summarized (issue 15: no re-masking).
 Property tests over agent sessions in all three formats.
@@ -33,6 +35,7 @@ from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.planning._format import HistoryFormat
 from cutctx_adapters.session import CompactionSession, Prepared
+from cutctx_adapters.stores import MemoryStore
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.agents import AgentRun, anthropic_run, chat_run, responses_run, send
 
@@ -98,8 +101,10 @@ def test_views_do_not_depend_on_which_calls_a_process_saw(
     fmt, build, _ = FORMATS[name]
     run = build(seed, rounds)
     calls = run.calls()
-    every, some = make(fmt, summarize), make(fmt, summarize, check_prefix="identity")
-    last_only = make(fmt, summarize)
+    store = MemoryStore()
+    every = make(fmt, summarize, store=store)
+    some = make(fmt, summarize, check_prefix="identity", store=store)
+    last_only = make(fmt, summarize, store=store)
     seen_all = [send(every, fmt, run, items) for items in calls]
     seen_some = [send(some, fmt, run, items) for items in calls[::stride]]
     assert body(seen_some[-1]) == body(seen_all[(len(calls) - 1) // stride * stride])
@@ -222,8 +227,9 @@ def test_checking_items_by_identity_sends_what_checking_contents_sends(
     fmt, build, _ = FORMATS[name]
     run = build(seed, rounds)
     calls = run.calls()
-    by_identity = make(fmt, summarize, check_prefix="identity")
-    by_content = make(fmt, summarize)
+    store = MemoryStore()  # the summaries they send are the ones the store holds
+    by_identity = make(fmt, summarize, check_prefix="identity", store=store)
+    by_content = make(fmt, summarize, store=store)
     for where, change, at in steps:
         items = calls[int(where * (len(calls) - 1))]
         if change == "replaced" and items:
@@ -233,7 +239,7 @@ def test_checking_items_by_identity_sends_what_checking_contents_sends(
         elif change == "copied":
             items = copy.deepcopy(items)
         try:
-            expected = body(send(make(fmt, summarize), fmt, run, items))
+            expected = body(send(make(fmt, summarize, store=store), fmt, run, items))
         except ValidationError:  # an edit the format refuses: refused the same way
             for compactor in (by_identity, by_content):
                 with pytest.raises(ValidationError):

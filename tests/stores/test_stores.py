@@ -322,11 +322,50 @@ def test_sqlite_store_needs_a_file_path(path: str) -> None:
 def test_sqlite_store_needs_an_existing_directory(tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as caught:
         SQLiteStore(tmp_path / "missing" / "store.db")
-    assert caught.value.details == {"rule": "store_directory"}
+    assert caught.value.details == {"rule": "store_directory",
+                                    "directory": str(tmp_path / "missing")}
+    assert str(tmp_path / "missing") in str(caught.value)  # the directory to create, named
     with pytest.raises(ValidationError):
         SQLiteStore(tmp_path)  # a directory, not a file
     with pytest.raises(ValidationError):
         SQLiteStore(3)  # type: ignore[arg-type]
+
+
+def test_sqlite_store_refuses_a_file_that_is_not_a_database_when_made(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database, and not to be written over\n" * 100)
+    before = path.read_bytes()
+    with pytest.raises(ValidationError) as caught:
+        SQLiteStore(path)
+    assert caught.value.details == {"rule": "store_database", "path": str(path),
+                                    "cause": "SQLITE_NOTADB"}
+    assert "file is not a database" in str(caught.value)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("path", "cause"), [("/proc/cutctx-store.db", "SQLITE_CANTOPEN"),
+                                             ("/dev/full", "SQLITE_FULL")])
+def test_sqlite_store_refuses_a_place_that_cannot_hold_it_when_made(path: str,
+                                                                     cause: str) -> None:
+    """Not an outage met later, with a warning that hides why: the cause, when it is made."""
+    if not Path(path).parent.is_dir() or (path.startswith("/dev") and not Path(path).exists()):
+        pytest.skip(f"{Path(path).parent} is not on this system")
+    with pytest.raises(ValidationError) as caught:
+        SQLiteStore(path)
+    assert caught.value.details["rule"] == "store_database"
+    assert caught.value.details["cause"] == cause and path in str(caught.value)
+
+
+def test_an_sqlite_file_locked_when_the_store_is_made_is_an_outage_not_an_error(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with locked_sqlite(path):
+        store = SQLiteStore(path, busy_timeout=0.1)  # another process holds it: for now
+        with pytest.raises(StoreUnavailable):
+            store.put("k", b"v")
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+    store.close()
 
 
 def test_sqlite_store_reopens_in_a_forked_child(tmp_path: Path) -> None:
@@ -670,7 +709,9 @@ def test_a_down_store_is_left_alone_for_the_backoff_then_tried_again() -> None:
             assert produce_once(store, f"k{index}", lambda: b"b", backoff=0.2) == b"b"
         assert store.calls == asked
         store.inner.failing = set()  # the store is back ...
-        time.sleep(0.25)  # ... and the back-off is over: tried, and used again
+        time.sleep(0.25)  # ... and the back-off is over: probed in the background, used again
+        assert produce_once(store, "k3", lambda: b"local", backoff=0.2) == b"local"
+        _probed(store)
         assert produce_once(store, "k2", lambda: b"shared", backoff=0.2) == b"shared"
         assert store.inner.inner.get("k2") == b"shared"
         assert produce_once(store, "k2", _never, backoff=0.2) == b"shared"
@@ -688,21 +729,45 @@ def test_every_outage_warns_once() -> None:
                 produce_once(store, "k", lambda: b"local", backoff=0.05)
             time.sleep(0.06)
             store.failing = set()
-            produce_once(store, "k", lambda: b"up", backoff=0.05)  # answered: the outage ends
-            time.sleep(0.06)
+            produce_once(store, "k", lambda: b"up", backoff=0.05)  # probed: the outage ends
+            _probed(store)
     assert [type(w.message) for w in caught] == [StoreWarning, StoreWarning]
+
+
+def _probed(store: Store) -> None:
+    """Wait (a bounded while) for the background probe of a store that was down to finish."""
+    for _ in range(200):
+        if not any(thread.name == "cutctx-store-probe" for thread in threading.enumerate()):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the store's probe did not finish")
+
+
+def test_after_its_first_failure_a_dead_store_never_makes_a_caller_wait() -> None:
+    store = _SlowToFail(0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        produce_once(store, "k0", lambda: b"a", backoff=0.05)  # the one failure a caller pays
+        for index in range(1, 8):
+            time.sleep(0.06)  # each time past the back-off: a probe, never this caller
+            produce_once(store, f"k{index}", lambda: b"b", backoff=0.05)
+        _probed(store)
+    caller = threading.current_thread().name
+    assert store.callers[0] == caller
+    assert caller not in store.callers[1:] and store.callers[1:]  # probed, by another thread
 
 
 def test_a_store_failing_again_after_its_backoff_waits_twice_as_long() -> None:
     store = _Counting(_FailingOn("get"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        produce_once(store, "k", lambda: b"x", backoff=0.1)
-        time.sleep(0.12)
-        produce_once(store, "k", lambda: b"x", backoff=0.1)  # tried again: fails, no warning
+        produce_once(store, "k", lambda: b"x", backoff=0.5)
+        time.sleep(0.55)
+        produce_once(store, "k", lambda: b"x", backoff=0.5)  # probed: fails, no warning
+        _probed(store)
         asked = store.calls
-        time.sleep(0.12)  # past the first back-off, within the doubled one
-        produce_once(store, "k", lambda: b"x", backoff=0.1)
+        time.sleep(0.55)  # past the first back-off, well within the doubled one
+        produce_once(store, "k", lambda: b"x", backoff=0.5)
         assert store.calls == asked
     assert len(caught) == 1
 
@@ -737,6 +802,8 @@ def test_a_dead_redis_is_asked_once_then_again_when_it_is_back(fresh_redis: Redi
     assert [type(w.message) for w in caught] == [StoreWarning]
     fresh_redis.start(port)
     time.sleep(0.55)
+    produce_once(store, "probe", lambda: b"local", backoff=0.5)  # starts the probe
+    _probed(store)
     assert produce_once(store, "after", lambda: b"again", backoff=0.5) == b"again"
     assert produce_once(store, "after", _never, backoff=0.5) == b"again"  # stored: shared again
 
@@ -854,3 +921,18 @@ class _FailingOn:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class _SlowToFail(_FailingOn):
+    """A store whose failures take a while (a client retrying a dead server), on one thread."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__("get", "claim")
+        self.seconds = seconds
+        self.callers: list[str] = []
+
+    def get(self, key: str) -> bytes | None:
+        self.callers.append(threading.current_thread().name)
+        if "get" in self.failing:
+            time.sleep(self.seconds)
+        return super().get(key)

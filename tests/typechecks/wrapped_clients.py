@@ -17,11 +17,13 @@ from anthropic import (
     AsyncAnthropicBedrock,
     omit,
 )
+from google import genai
 from openai import AsyncOpenAI, OpenAI
 from pydantic import BaseModel
 
 from cutctx_adapters import CompactionSession, CompactionSettings
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
+from cutctx_adapters.gemini import CompactingGenAI, contents
 from cutctx_adapters.openai import CompactingOpenAI, chat, responses
 
 
@@ -110,6 +112,23 @@ async def anthropic_clouds_async(bedrock: AsyncAnthropicBedrock, sdk: AsyncAnthr
     wrapped = CompactingAnthropic(bedrock)
     reveal_type(await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: acloud
     reveal_type(await wrapped.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=[]))  # same: acloud
+
+
+def gemini(sdk: genai.Client) -> None:
+    wrapped = CompactingGenAI(sdk, window=200_000)
+    result = contents.compact("Hi", model="gemini-2.5-flash", budget=8000)
+    reveal_type(sdk.models.generate_content(model="gemini-2.5-flash", contents=result.contents))  # same: gemini
+    reveal_type(wrapped.models.generate_content(model="gemini-2.5-flash", contents=result.contents))  # same: gemini
+    reveal_type(sdk.models.generate_content_stream(model="gemini-2.5-flash", contents="Hi"))  # same: gemini-stream
+    reveal_type(wrapped.models.generate_content_stream(model="gemini-2.5-flash", contents="Hi"))  # same: gemini-stream
+    reveal_type(sdk.chats.create(model="gemini-2.5-flash").send_message("Hi"))  # same: gemini-chat
+    reveal_type(wrapped.chats.create(model="gemini-2.5-flash").send_message("Hi"))  # same: gemini-chat
+
+
+async def gemini_async(sdk: genai.Client) -> None:
+    wrapped = CompactingGenAI(sdk)
+    reveal_type(await sdk.aio.models.generate_content(model="gemini-2.5-flash", contents="Hi"))  # same: agemini
+    reveal_type(await wrapped.aio.models.generate_content(model="gemini-2.5-flash", contents="Hi"))  # same: agemini
 
 
 def settings_are_checked_by_name_and_type(sdk: OpenAI) -> None:

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from ..history import SUMMARY_HEADER, Part, copy_plain, invalid
+from ..history import BOUNDARY_KIND, SUMMARY_HEADER, Part, copy_plain, invalid
 from ._server_tools import RESULT_TYPES, stub_blocks
 from ._text import block_is_text, block_text
 
@@ -58,17 +58,26 @@ def content_blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+def _block_type(content: Any, position: int) -> str | None:
+    """The type of ``content``'s block at ``position`` (None where there is none)."""
+    if not isinstance(content, list) or len(content) <= position:
+        return None
+    block = content[position]
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
 def starts_with_thinking(content: Any) -> bool:
-    return (isinstance(content, list) and bool(content) and isinstance(content[0], Mapping)
-            and content[0].get("type") in THINKING)
+    """Whether content opens with a thinking block, after the compaction block a response
+    that compacted puts first (the API's own order: ``[compaction, thinking, ...]``)."""
+    lead = 1 if _block_type(content, 0) == BOUNDARY_KIND else 0
+    return _block_type(content, lead) in THINKING
 
 
 def _starts_with_compaction(message: Mapping[str, Any]) -> bool:
     """Whether a message opens with a ``compaction`` block (which must open the conversation,
     so nothing may be put or merged before it)."""
-    content = message.get("content")
-    return (isinstance(content, list) and bool(content) and isinstance(content[0], Mapping)
-            and content[0].get("type") == "compaction")
+    return _block_type(message.get("content"), 0) == BOUNDARY_KIND
 
 
 def only_tool_results(content: Any) -> bool:
@@ -156,7 +165,13 @@ class MessagesCodec:
             if part is not None and part.kind == "system":
                 system_parts.append(payload)
             elif part is not None and drafts and drafts[-1][0] == part.index:
-                drafts[-1][1]["content"].extend(payload["content"])  # parts of one message
+                content = drafts[-1][1]["content"]  # parts of one message
+                if part.kind == BOUNDARY_KIND:
+                    # What it covers is left out; what stays of its message before it (a call
+                    # whose result follows) goes after it: the block opens the conversation.
+                    content[:0] = payload["content"]
+                else:
+                    content.extend(payload["content"])
             else:
                 drafts.append((None if part is None else part.index, payload))
         messages = [message for _, message in drafts]

@@ -20,7 +20,10 @@ from ..history import (
     convert,
     extend,
     invalid,
+    not_a_list,
+    not_an_entry,
     plain_tools,
+    string_field,
     to_plain,
 )
 from ..planning import given
@@ -55,6 +58,7 @@ __all__ = [
     "read_message",
     "read_request",
     "to_transcript",
+    "tool_rule",
     "validate",
 ]
 
@@ -73,7 +77,7 @@ class Request:
 
 def _plain_messages(history: Any) -> list[dict[str, Any]]:
     if isinstance(history, str | bytes | Mapping) or not isinstance(history, Sequence):
-        raise invalid(NOUN, 0, "messages", "messages_type", "messages must be a list")
+        raise not_a_list("messages", NOUN, history)
     out: list[dict[str, Any]] = []
     for index, message in enumerate(history):
         out.append(to_plain(read_message(message, index), where=f"{NOUN} {index}",
@@ -110,7 +114,24 @@ def _plain_system(system: Any) -> System:
 
 
 def read_request(history: Any, system: Any, tools: Any) -> Request:
-    return Request(_plain_messages(history), _plain_system(system), plain_tools(tools))
+    return Request(_plain_messages(history), _plain_system(system),
+                   plain_tools(tools, tool_rule))
+
+
+def tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What an Anthropic tool lacks: a custom tool (no type, or ``custom``) its name and
+    ``input_schema``; a server or client tool of Anthropic's (``web_search_20250305`` ...) its
+    type."""
+    kind = tool.get("type")
+    if kind is None or kind == "custom":
+        if not string_field(tool, "name"):
+            return "name", "a custom tool needs a name"
+        if not isinstance(tool.get("input_schema"), Mapping):
+            return "input_schema", "a custom tool needs an input_schema (a JSON schema object)"
+        return None
+    if isinstance(kind, str) and kind:
+        return None
+    return "type", "a tool's type must be a non-empty string (or absent, for a custom tool)"
 
 
 def _string_field(block: Mapping[str, Any], key: str, index: int, where: str, rule: str,
@@ -179,7 +200,7 @@ def _check_block(block: Any, index: int, where: str, role: str) -> str:
 def _checked_content(message: Any, index: int, final: bool) -> tuple[str, Any]:
     """The role and content of a message whose structure (not pairing) is valid."""
     if not isinstance(message, Mapping):
-        raise invalid(NOUN, index, "", "message_type", "a message must be an object")
+        raise not_an_entry(NOUN, index, message, "message_type")
     role = message.get("role")
     if role not in ("user", "assistant", "system"):
         raise invalid(NOUN, index, "role", "unknown_role",
@@ -407,20 +428,32 @@ def _genuine_user(message: Mapping[str, Any]) -> bool:
 
 
 def _open_tool_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
-    """``(boundary, first assistant)`` of a final turn still in its tool loop, else None.
+    """``(start, first assistant)`` of a final turn still in its tool loop, else None.
 
     The history ends with tool results; the turn began after the last user message that was
-    not only tool results (``boundary``, -1 if none).
+    not only tool results (``start``, -1 if none). A compaction block since (the server
+    compacted inside the loop) starts it anew: the API reads the conversation from the latest
+    one, so ``start`` is the message holding it and the loop's first assistant message is the
+    first from there on (``[compaction, thinking, tool_use]`` when the server compacted).
     """
     if not messages or messages[-1].get("role") != "user" or _genuine_user(messages[-1]):
         return None
     boundary = len(messages) - 1
     while boundary >= 0 and not _genuine_user(messages[boundary]):
         boundary -= 1
-    for index in range(boundary + 1, len(messages)):
+    start = next((index for index in range(len(messages) - 1, boundary, -1)
+                  if _holds_compaction(messages[index])), boundary)
+    for index in range(max(start, boundary + 1), len(messages)):
         if messages[index].get("role") == "assistant":
-            return boundary, index
+            return start, index
     return None
+
+
+def _holds_compaction(message: Mapping[str, Any]) -> bool:
+    """Whether a message holds a compaction block with content (a boundary)."""
+    return any(isinstance(block, Mapping) and block.get("type") == BOUNDARY_KIND
+               and block.get("content") is not None
+               for block in content_blocks(message.get("content")))
 
 
 def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
@@ -433,15 +466,19 @@ def _thinking_loop(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | N
 
 def _link_final_turn(parts: list[Part], messages: Sequence[Mapping[str, Any]]) -> list[Part]:
     """With thinking, a final turn in its tool loop must keep its first assistant message (which
-    starts with the thinking), its latest exchange and its user request together."""
+    starts with the thinking), its latest exchange and its user request together. Never what
+    the latest compaction block covers: the links start after it."""
     loop = _thinking_loop(messages)
     if loop is None:
         return parts
-    boundary, first = loop
+    start, first = loop
     last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    after = max((position for position, part in enumerate(parts)
+                 if part.kind == BOUNDARY_KIND), default=-1)
     out: list[Part] = []
-    for part in parts:
-        if part.index in (first, last) or (part.index == boundary and part.role is Role.USER):
+    for position, part in enumerate(parts):
+        if position > after and (part.index in (first, last) or (
+                part.index == start and part.role is Role.USER)):
             part = replace(part, links=(*part.links, FINAL_TURN))
         out.append(part)
     return out
@@ -488,7 +525,7 @@ def check_request(request: Mapping[str, Any], conv: Conversion[Any] | Growing[An
     tools = given(request.get("tools"))
     if not tools:
         return
-    plain = plain_tools(tools)
+    plain = plain_tools(tools, tool_rule)
     reading = conv.reading
     if isinstance(reading, _Reading) and (
             reading.markers + len(_tool_markers(plain)) <= MAX_CACHE_BREAKPOINTS):

@@ -35,32 +35,20 @@ import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from cutctx import Action, Role, TokenEstimator, ValidationError
+from cutctx import TokenEstimator, ValidationError
 
+from .. import planning
 from ..counting import CalibratedEstimator, estimator_for, scale_to_total
 from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    deferral,
-    deferred_budget,
-    given,
-    reply_allowance,
-    resolve_budget,
-    server_held,
-    start,
-)
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
     PlanKeywords,
-    budget_or_window,
+    goal_of,
     settings_of,
+    started,
 )
 from ._codec import (
     DEFAULT_MODEL,
@@ -79,6 +67,7 @@ from ._reading import (
     read_message,
     read_request,
     to_transcript,
+    tool_rule,
     validate,
 )
 from ._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS, AnthropicTokenCounter
@@ -93,6 +82,7 @@ __all__ = [
     "OMITTED_NOTE",
     "SUMMARY_HEADER",
     "SUMMARY_ROLES",
+    "CountKeywords",
     "MessagesCodec",
     "MessagesCompactKeywords",
     "MessagesKeywords",
@@ -121,7 +111,7 @@ def _count_body(request: Request, model: str | None, thinking: Any) -> dict[str,
         body["system"] = request.system
     if request.tools is not None:
         body["tools"] = request.tools
-    if given(thinking) is not None:
+    if planning.given(thinking) is not None:
         body["thinking"] = to_plain(thinking)
     return body
 
@@ -191,6 +181,11 @@ class _Prepared:
         return replace(self, parts=parts, estimator=CalibratedEstimator(self.estimator, ratio),
                        stub_pad=math.ceil(self.stub_pad * ratio), ratio=ratio)
 
+    @property
+    def sent(self) -> Rendered:
+        """The request as given, as its rendering would be."""
+        return self.request.system, self.request.messages
+
     def measure(self, rendered: Rendered) -> int:
         """Prompt tokens of a rendered request, on the plan's scale (overhead included)."""
         system, out = rendered
@@ -200,101 +195,79 @@ class _Prepared:
 
 def _prepare(history: Any, system: Any, model: str | None, tools: Any, thinking: Any,
              estimator: TokenEstimator | None, calibration: float | None) -> _Prepared:
-    request = read_request(history, system, given(tools))
+    request = read_request(history, system, planning.given(tools))
     counter = AnthropicTokenCounter(estimator, model=model, calibration=calibration)
-    parts = parts_of(request, counter, thinking=given(thinking))
+    parts = parts_of(request, counter, thinking=planning.given(thinking))
     return _Prepared(request, parts, counter.request_overhead(request.tools), counter,
                      counter.text_estimator)
 
 
-def _job(prepared: _Prepared, settings: CompactionSettings, options: MessagesKeywords) -> Job:
+def _job(prepared: _Prepared, settings: CompactionSettings,
+         options: MessagesKeywords) -> planning.Job:
     model = options.get("model", DEFAULT_MODEL)
-    budget = budget_or_window(options.get("budget"), settings, model)
+    goal = goal_of(settings, options.get("budget"), model,
+                   {"context_management": options.get("context_management")},
+                   _server_compaction)
     conv = conversion_of(prepared.request, prepared.parts, settings.pin,
-                       options.get("summary_role", "user"), settings.keep_task,
-                       prepared.estimator.estimate_tokens)
-    summarizer = settings.summarizer
-    deferred = deferral({"context_management": options.get("context_management")},
-                        _server_compaction, settings.defer_to_server)
-    if deferred is not None:
-        budget, summarizer = deferred_budget(budget, model, settings.reserve), None
+                         options.get("summary_role", "user"), settings.keep_task,
+                         prepared.estimator.estimate_tokens)
 
-    def begin(extra: int) -> Job:
-        return start(
-            conv,
-            resolve_budget(budget, prepared.overhead + extra, settings.keep_recent),
-            policy=settings.policy,
-            summarizer=summarizer,
-            estimator=prepared.estimator,
-            overhead=prepared.overhead + extra,
-            result_fields=lambda rendered: {"system": rendered[0], "messages": rendered[1]},
-            options=settings,
-            stub_pad=prepared.stub_pad,
-            measure=prepared.measure,
-            drop_covered=True,  # the API takes a compaction only as the first block
-            deferred=deferred,
-        )
+    def begin(extra: int) -> planning.Job:
+        return started(conv, settings, goal, overhead=prepared.overhead + extra,
+                       estimator=prepared.estimator,
+                       result_fields=lambda rendered: {"system": rendered[0],
+                                                       "messages": rendered[1]},
+                       stub_pad=prepared.stub_pad, measure=prepared.measure,
+                       drop_covered=True)  # the API takes a compaction only as the first block
 
-    job = begin(0)
-    if _leaves_assistant_first(job, conv):
-        # The rendering will put a user note first: plan again with room for it (it then
-        # counts in the overhead, so the request as sent stays within the budget).
+    def note_tokens() -> int:
         note = {"role": "user", "content": [{"type": "text", "text": OMITTED_NOTE}]}
-        job = begin(math.ceil(prepared.counter.message(note) * prepared.ratio))
-    return job
+        return math.ceil(prepared.counter.message(note) * prepared.ratio)
+
+    return planning.with_room_for_note(begin, conv, note_tokens)
 
 
-def _leaves_assistant_first(job: Job, conv: Conversion[Rendered]) -> bool:
-    """Whether the plan drops the leading user message(s) and keeps an assistant one first."""
-    codec = conv.codec
-    if not isinstance(codec, MessagesCodec) or not codec.starts_with_user:
-        return False
-    for action in job.plan.actions:
-        part = conv.parts[action.turn_id]
-        if part.kind == "system" or action.action is Action.DROP:
-            continue
-        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
-    return False
+class CountKeywords(TypedDict, total=False):
+    """What ``count_tokens``/``acount_tokens`` take besides the history."""
+
+    system: Any
+    model: str | None
+    tools: Sequence[Any] | None
+    thinking: Mapping[str, Any] | None
+    estimator: TokenEstimator | None
+    calibration: float | None
+    client: Any
 
 
-def count_tokens(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    estimator: TokenEstimator | None = None,
-    calibration: float | None = None,
-    client: Any = None,
-) -> int:
+def count_tokens(history: Sequence[Any], **options: Unpack[CountKeywords]) -> int:
     """The request's input tokens: estimated, or exact from ``client.messages.count_tokens``.
 
     With a client, the (validated) request is counted by one API call; an async client needs
-    ``acount_tokens``.
+    ``acount_tokens``. ``model`` defaults to ``DEFAULT_MODEL``.
     """
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
-    if client is not None:
-        return _exact(client, _count_body(prepared.request, model, thinking))
-    return prepared.measure((prepared.request.system, prepared.request.messages))
+    prepared, body = _counted(history, options)
+    client = options.get("client")
+    return prepared.measure(prepared.sent) if client is None else _exact(client, body)
 
 
-async def acount_tokens(
-    history: Sequence[Any],
-    *,
-    system: Any = None,
-    model: str | None = DEFAULT_MODEL,
-    tools: Sequence[Any] | None = None,
-    thinking: Mapping[str, Any] | None = None,
-    estimator: TokenEstimator | None = None,
-    calibration: float | None = None,
-    client: Any = None,
-) -> int:
+async def acount_tokens(history: Sequence[Any], **options: Unpack[CountKeywords]) -> int:
     """``count_tokens`` awaiting an ``AsyncAnthropic`` client's count (a sync one works too)."""
-    prepared = _prepare(history, system, model, tools, thinking, estimator, calibration)
-    if client is not None:
-        return await _aexact(client, _count_body(prepared.request, model, thinking))
-    return prepared.measure((prepared.request.system, prepared.request.messages))
+    prepared, body = _counted(history, options)
+    client = options.get("client")
+    return prepared.measure(prepared.sent) if client is None else await _aexact(client, body)
+
+
+def _counted(history: Sequence[Any], options: CountKeywords) -> tuple[_Prepared, dict[str, Any]]:
+    """The request validated and estimated, and the body its exact count is asked for."""
+    unknown = sorted(set(options) - set(CountKeywords.__annotations__))
+    if unknown:
+        raise ValidationError(f"count_tokens got an unknown keyword {unknown[0]!r}",
+                              {"field": unknown[0], "rule": "unknown_keyword"})
+    model = options.get("model", DEFAULT_MODEL)
+    prepared = _prepare(history, options.get("system"), model, options.get("tools"),
+                        options.get("thinking"), options.get("estimator"),
+                        options.get("calibration"))
+    return prepared, _count_body(prepared.request, model, options.get("thinking"))
 
 
 class MessagesKeywords(PlanKeywords, total=False):
@@ -315,7 +288,7 @@ class MessagesCompactKeywords(MessagesKeywords, CompactKeywords, total=False):
 _OWN = ("system", "thinking", "calibration", "exact_count", "context_management")
 
 
-def plan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> Job:
+def plan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the transcript (system included) gets it minus the
@@ -343,7 +316,7 @@ def plan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> Job:
     return _job(prepared, chosen, options)
 
 
-async def aplan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> Job:
+async def aplan(history: Sequence[Any], **options: Unpack[MessagesKeywords]) -> planning.Job:
     """``plan``, awaiting the exact count of an ``AsyncAnthropic`` client (a sync one works)."""
     prepared, chosen = _read(history, options)
     client = options.get("exact_count")
@@ -368,7 +341,7 @@ def _body(prepared: _Prepared, options: MessagesKeywords) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class MessagesResult(FormatResult):
+class MessagesResult(planning.FormatResult):
     """``compact``'s result: ``system`` and ``messages`` ready for ``client.messages.create``
     (pass ``system`` only when it is not None: the SDK's own default is ``omit``)."""
 
@@ -385,21 +358,21 @@ def compact(history: Sequence[Any],
     ``result.messages`` are ready to send. See ``plan`` for the settings. An appended
     ``Message`` (the SDK's response object) is read as its role and content.
     """
-    return compacted(plan, history, options, MessagesResult, DEFAULT_MODEL)
+    return planning.compacted(plan, history, options, MessagesResult, DEFAULT_MODEL)
 
 
 async def acompact(history: Sequence[Any],
                    **options: Unpack[MessagesCompactKeywords]) -> MessagesResult:
     """``compact`` with an async (or sync) summarizer and ``exact_count`` client."""
-    return await acompacted(aplan, history, options, MessagesResult, DEFAULT_MODEL)
+    return await planning.acompacted(aplan, history, options, MessagesResult, DEFAULT_MODEL)
 
 
 def _overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> int:
-    model = given(request.get("model"))
+    model = planning.given(request.get("model"))
     counter = AnthropicTokenCounter(estimator, model=model if isinstance(model, str) else None)
-    tools = given(request.get("tools"))
-    choice = given(request.get("tool_choice"))
-    return counter.request_overhead(plain_tools(tools) if tools else None,
+    tools = planning.given(request.get("tools"))
+    choice = planning.given(request.get("tool_choice"))
+    return counter.request_overhead(plain_tools(tools, tool_rule) if tools else None,
                                     to_plain(choice) if choice is not None else None)
 
 
@@ -417,27 +390,27 @@ def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
 def _server_compaction(request: Mapping[str, Any]) -> str | None:
     """Why a request leaves compaction to the server: a ``compact_20260112`` edit in its
     ``context_management``, or a ``compaction`` request (summarize now)."""
-    management = given(request.get("context_management"))
+    management = planning.given(request.get("context_management"))
     edits = management.get("edits") if isinstance(management, Mapping) else None
     if isinstance(edits, Sequence) and not isinstance(edits, str | bytes):
         for edit in edits:
             kind = edit.get("type") if isinstance(edit, Mapping) else None
             if isinstance(kind, str) and kind.startswith("compact_"):
                 return f"server-side compaction is on (context_management {kind})"
-    if given(request.get("compaction")) is not None:
+    if planning.given(request.get("compaction")) is not None:
         return "the request asks the server to compact (compaction)"
     return None
 
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     """A beta request that continues a server-held thread sends only its new messages."""
-    thread = given(request.get("thread"))
+    thread = planning.given(request.get("thread"))
     if isinstance(thread, Mapping) and thread.get("type") == "continue":
-        return server_held("thread")
+        return planning.server_held("thread")
     return None
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="anthropic-messages",
     list_key="messages",
     side_key="system",
@@ -445,10 +418,10 @@ FORMAT = HistoryFormat(
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: extended(
         previous, items, known, estimator, pin, keep_task),
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
-        items, system=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
+        items, system=planning.given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,
     overhead=_overhead,
-    output_allowance=reply_allowance("max_tokens"),
+    output_allowance=planning.reply_allowance("max_tokens"),
     unsupported=_unsupported,
     estimator_for=lambda _model: estimator_for(None),
     planning=_planning,

@@ -106,8 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--keep-recent", type=_count, metavar="K",
                       help="protect the K most recent turns (default 4)")
     plan.add_argument("--policy", choices=POLICIES, default="default",
-                      help="default: mask old tool results, then summarize, then drop the "
-                           "oldest; or one of them alone")
+                      help="default: the library's chain — deduplicate identical tool results, "
+                           "clip those over their share, mask old ones, summarize (with "
+                           "--summarizer), drop the oldest (user messages last); or one of "
+                           "mask, summarize, drop alone")
 
     plan.add_argument("--no-keep-task", dest="keep_task", action="store_false", default=None,
                       help="let the first user message (the task) be compacted like any other")
@@ -128,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect", parents=[source, plan, table], help="show the planned compaction",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Plan a compaction and show, per turn, its tokens and planned action.")
+    inspect.add_argument("--summarizer", choices=("none", "offline"), default="none",
+                         help="none (default: no summaries, as the library plans without a "
+                              "summarizer), or offline: plan the summaries compact "
+                              "--summarizer would write")
     inspect.set_defaults(run=_command("inspect"), command="inspect")
 
     count = commands.add_parser(
@@ -142,9 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the compacted history in the same format and shape as FILE.")
     compact.add_argument("-o", "--output", default="-", metavar="OUT",
                          help="where to write (default: standard output)")
-    compact.add_argument("--summarizer", default="offline", metavar="SPEC",
-                         help="offline (default: deterministic, no model), openai:MODEL or "
-                              "anthropic:MODEL (uses the SDK's environment for keys)")
+    compact.add_argument("--summarizer", default="none", metavar="SPEC",
+                         help="none (default: no summaries, as the library), offline "
+                              "(deterministic, no model), openai:MODEL or anthropic:MODEL "
+                              "(uses the SDK's environment for keys)")
+    compact.add_argument("--force", action="store_true",
+                         help="let -o name FILE itself (overwritten once it is read whole)")
     compact.set_defaults(run=_command("compact"), command="compact")
 
     from ._serve import add_serve

@@ -22,7 +22,7 @@ from cutctx import (
 from ..fulfil import Summarizer
 from ..planning import CompactionResult, Job
 from ._errors import EXIT_OK, EXIT_UNMET, CliError, unsatisfiable
-from ._io import Document, load, write_json
+from ._io import Document, check_output, load, write_json
 from ._options import Budget, build_policy, build_summarizer, resolve_budget, resolve_model
 from ._progress import done
 from ._render import InspectView, make_console, render_count, render_inspect
@@ -44,7 +44,7 @@ def inspect(args: argparse.Namespace) -> int:
     model = resolve_model(args.model, doc)
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)
     estimator = doc.format.text_estimator(model)
-    summarizer = build_summarizer("offline", model, estimator)
+    summarizer = build_summarizer(args.summarizer, model, estimator)
     with _refusals(doc, budget):
         job = _plan(doc, args, model, budget.tokens,
                     build_policy(args.policy, estimator, summarizer), summarizer)
@@ -107,6 +107,7 @@ def count(args: argparse.Namespace) -> int:
 
 def compact(args: argparse.Namespace) -> int:
     """Write the compacted history in the input's shape; exit 1 if it still does not fit."""
+    check_output(args.file, args.output, args.force)
     doc = _load(args)
     model = resolve_model(args.model, doc)
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)

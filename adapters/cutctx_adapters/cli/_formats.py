@@ -28,6 +28,26 @@ def _tiktoken_estimator(model: str) -> TokenEstimator:
     return estimator_for(model)
 
 
+def _gemini_text_estimator(model: str) -> TokenEstimator:
+    from ..gemini.contents import text_estimator
+
+    return text_estimator(model)
+
+
+_GEMINI_CONFIG = ("system_instruction", "systemInstruction", "tools", "tool_config",
+                  "toolConfig", "cached_content", "cachedContent")
+
+
+def _gemini_options(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved ``generate_content`` request's ``config``: the SDK call's own, or what a REST
+    body carries at its top level (``systemInstruction``, ``tools``, ``toolConfig``)."""
+    config = body.get("config")
+    merged = {key: body[key] for key in _GEMINI_CONFIG if body.get(key) is not None}
+    if isinstance(config, Mapping):
+        merged.update(config)
+    return {"config": merged} if merged else {}
+
+
 @dataclass(frozen=True, slots=True)
 class Format:
     """One provider format: its module and where its history sits in a request body."""
@@ -45,6 +65,9 @@ class Format:
     """Other body fields ``validate`` takes."""
     text_estimator: Callable[[str], TokenEstimator] = _tiktoken_estimator
     """model -> how this format counts plain text (summaries, mask stubs)."""
+    body_options: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    """body -> the keyword arguments ``plan``/``compact`` take from it, where ``plan_keys``
+    cannot say (Gemini: a ``config`` gathered from either spelling of a request)."""
 
     def module(self) -> ModuleType:
         """The format's module, imported on first use; a ``CliError`` if it is unavailable."""
@@ -55,13 +78,15 @@ class Format:
                            f"cannot be imported ({_first_line(exc)})") from exc
 
     def _options(self, side: Any, body: Mapping[str, Any] | None,
-                 keys: Sequence[str]) -> dict[str, Any]:
+                 keys: Sequence[str], *, planning: bool = False) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if self.side_key is not None and side is not None:
             options[self.side_key] = side
         for key in keys:
             if body is not None and body.get(key) is not None:
                 options[key] = body[key]
+        if body is not None and self.body_options is not None and planning:
+            options.update(self.body_options(body))
         return options
 
     def validate(self, history: Any, side: Any = None,
@@ -75,7 +100,8 @@ class Format:
              settings: Mapping[str, Any] | None = None) -> Job:
         """Convert, estimate and plan (summaries are not produced); ``settings`` are policy
         keywords (``keep_task``, ``strict`` ...)."""
-        options = {**self._options(side, body, self.plan_keys), **(settings or {})}
+        options = {**self._options(side, body, self.plan_keys, planning=True),
+                   **(settings or {})}
         if keep_recent is not None:
             options["keep_recent"] = keep_recent
         job: Job = self.module().plan(history, model=model, budget=budget, policy=policy,
@@ -87,7 +113,8 @@ class Format:
                 pin: Sequence[int] | None = None, keep_recent: int | None = None,
                 settings: Mapping[str, Any] | None = None) -> CompactionResult:
         """Plan, fulfil with ``summarizer`` and apply."""
-        options = {**self._options(side, body, self.plan_keys), **(settings or {})}
+        options = {**self._options(side, body, self.plan_keys, planning=True),
+                   **(settings or {})}
         if keep_recent is not None:
             options["keep_recent"] = keep_recent
         result: CompactionResult = self.module().compact(
@@ -111,6 +138,9 @@ FORMATS: Mapping[str, Format] = {
         Format("anthropic", "cutctx_adapters.anthropic.messages", "messages", "system",
                "claude-sonnet-4-5", plan_keys=("tools", "thinking"),
                validate_keys=("tools", "thinking"), text_estimator=claude_estimator),
+        Format("gemini", "cutctx_adapters.gemini.contents", "contents", None,
+               "gemini-2.5-flash", plan_keys=(), text_estimator=_gemini_text_estimator,
+               body_options=_gemini_options),
     )
 }
 """Format name → how to handle it. Adding a format is one entry here (plus its detection)."""

@@ -6,18 +6,21 @@ Accepted shapes: a bare list (Chat ``messages``, Responses ``input`` items, Anth
 
 Detection, first match wins (``--format`` skips it):
 
+* object with ``contents`` (a ``generate_content`` request, SDK or REST spelling) → ``gemini``;
 * object with ``input`` (or ``instructions`` and no ``messages``) → ``openai-responses``;
 * object with ``messages`` and a top-level ``system`` (Chat has none), or Anthropic-only content
   blocks, or a ``claude`` model → ``anthropic``; other objects with ``messages`` → ``openai-chat``;
 * list whose items carry a Responses item ``type`` (``message``, ``function_call``, ``reasoning``
   …) or Responses content parts (``input_text``, ``output_text`` …) → ``openai-responses``;
 * list with Anthropic content blocks (``tool_use``, ``tool_result``, ``thinking`` …) →
-  ``anthropic``; any other list → ``openai-chat``.
+  ``anthropic``; list of objects with ``parts`` (Gemini contents) → ``gemini``; any other list
+  → ``openai-chat``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +31,8 @@ from ._errors import CliError
 from ._formats import FORMATS, Format, format_named
 from ._progress import done
 
-__all__ = ["DEFAULT_MAX_BYTES", "Document", "detect", "load", "read_json", "write_json"]
+__all__ = ["DEFAULT_MAX_BYTES", "Document", "check_output", "detect", "load", "read_json",
+           "write_json"]
 
 RESPONSES_ITEM_TYPES = frozenset({
     "message", "function_call", "function_call_output", "reasoning", "custom_tool_call",
@@ -151,13 +155,13 @@ def load(path: str, forced: str | None = None,
     data = read_json(path, max_bytes)
     wrapper: Mapping[str, Any] | None = None
     if (isinstance(data, dict) and isinstance(data.get("request"), dict)
-            and "messages" not in data and "input" not in data):
+            and "messages" not in data and "input" not in data and "contents" not in data):
         wrapper, data = data, data["request"]
     if not isinstance(data, list | dict):
         raise CliError(f"{name}: expected a JSON list of messages or a request object, "
                        f"got {_json_type(data)}")
     try:
-        fmt, reason = (format_named(forced), "--format") if forced else detect(data)
+        fmt, reason = (_forced(forced, data), "--format") if forced else detect(data)
     except CliError as exc:
         raise CliError(f"{name}: {exc}") from None
     if isinstance(data, list):
@@ -169,9 +173,31 @@ def load(path: str, forced: str | None = None,
     return Document(name, fmt, reason, data[fmt.history_key], side, data, wrapper)
 
 
+_GUESSES = frozenset({"object with 'messages'", "a claude model", "a list of messages"})
+"""Detection rules that guess (what else could it be?) rather than read the format off the
+data: ``--format`` may overrule them (a Chat Completions history for a Claude model behind an
+OpenAI-compatible proxy, Anthropic messages of plain text)."""
+
+
+def _forced(name: str, data: Any) -> Format:
+    """The format ``--format`` names, unless the data plainly holds another (its fields or
+    blocks say so): then the two are named, rather than one read as the other."""
+    fmt = format_named(name)
+    try:
+        found, reason = detect(data)
+    except CliError:
+        return fmt
+    if found is not fmt and reason not in _GUESSES:
+        raise CliError(f"--format {fmt.name} does not match the file: it reads as "
+                       f"{found.name} ({reason}); drop --format to read it so")
+    return fmt
+
+
 def detect(data: Any) -> tuple[Format, str]:
     """The format of a parsed history and the rule that decided it; see the module docstring."""
     if isinstance(data, dict):
+        if "contents" in data:
+            return FORMATS["gemini"], "object with 'contents'"
         if "input" in data or ("instructions" in data and "messages" not in data):
             return FORMATS["openai-responses"], "object with 'input'"
         if "messages" not in data:
@@ -190,6 +216,9 @@ def detect(data: Any) -> tuple[Format, str]:
             return FORMATS["openai-responses"], "Responses item types"
         if _has_anthropic_blocks(data):
             return FORMATS["anthropic"], "Anthropic content blocks"
+        if _items(data) and all("parts" in item and "content" not in item
+                                for item in _items(data)):
+            return FORMATS["gemini"], "Gemini contents (parts)"
         return FORMATS["openai-chat"], "a list of messages"
     raise CliError(f"cannot tell the format of {_json_type(data)}; expected a list or an object")
 
@@ -214,6 +243,20 @@ def write_json(path: str, data: Any) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from None
+
+
+def check_output(source: str, output: str, force: bool) -> None:
+    """Refuse to write over the input itself unless ``force``: ``compact FILE -o FILE`` would
+    replace the only copy of the history with its compaction."""
+    if force or "-" in (source, output):
+        return
+    try:
+        same = os.path.samefile(source, output)
+    except OSError:  # the output does not exist yet (or the input is missing: said later)
+        return
+    if same:
+        raise CliError(f"{output}: is FILE itself; write the compaction elsewhere (-o), or pass "
+                       f"--force to replace FILE with it")
 
 
 def _items(history: Any) -> list[Mapping[str, Any]]:

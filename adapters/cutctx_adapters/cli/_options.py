@@ -111,6 +111,9 @@ def build_policy(name: str, text_estimator: TokenEstimator,
     if name == "mask":
         return _Masking(text_estimator)
     if name == "summarize":
+        if summarizer is None:
+            raise CliError("--policy summarize needs a summarizer: --summarizer offline, "
+                           "openai:MODEL or anthropic:MODEL")
         return SummarizingPolicy(prompt_id)
     if name == "drop":
         return DropOldestPolicy()
@@ -131,17 +134,21 @@ class _Masking:
         return ObservationMaskingPolicy(estimator=stubs).decide(transcript, budget)
 
 
-def build_summarizer(spec: str, model: str, text_estimator: TokenEstimator) -> Summarizer:
-    """``offline`` (deterministic, no model), or ``openai:MODEL`` / ``anthropic:MODEL``.
+def build_summarizer(spec: str, model: str,
+                     text_estimator: TokenEstimator) -> Summarizer | None:
+    """``none`` (no summaries: the library's default), ``offline`` (deterministic, no model),
+    or ``openai:MODEL`` / ``anthropic:MODEL``.
 
     Provider summarizers use the SDK's client built from its usual environment (API key, base
     URL); they are imported only when asked for.
     """
+    if spec == "none":
+        return None
     if spec == "offline":
         return OfflineSummarizer(text_estimator)
     provider, _, name = spec.partition(":")
     if provider not in ("openai", "anthropic") or not name:
-        raise CliError(f"--summarizer must be offline, openai:MODEL or anthropic:MODEL, "
+        raise CliError(f"--summarizer must be none, offline, openai:MODEL or anthropic:MODEL, "
                        f"not {spec!r}")
     sdk_name, class_name, client_name = {
         "openai": ("openai", "OpenAISummarizer", "OpenAI"),

@@ -11,7 +11,7 @@ from ..history import TOOL_NAME_KEY, Conversion
 
 __all__ = ["SUMMARY", "Row", "plan_rows", "turn_rows"]
 
-_PLAIN_KINDS = frozenset({"message", "system", "developer", "user", "assistant", "tool",
+_PLAIN_KINDS = frozenset({"message", "system", "developer", "user", "assistant", "tool", "model",
                           "function"})
 SUMMARY = "summary"
 """The ``action`` of a row standing for a summary the plan inserts."""

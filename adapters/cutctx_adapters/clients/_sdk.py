@@ -11,7 +11,8 @@ from cutctx import ValidationError
 
 __all__ = ["check_client", "is_async_client"]
 
-_WRAPPERS = {"openai": "CompactingOpenAI", "anthropic": "CompactingAnthropic"}
+_WRAPPERS = {"openai": "CompactingOpenAI", "anthropic": "CompactingAnthropic",
+             "google": "CompactingGenAI"}
 """The wrapper for each SDK's clients, to name when the other one is given."""
 
 

@@ -7,14 +7,19 @@ window leaves (``prompt_budget``), image dimensions read from their headers, and
 ``Calibration`` from the input its replies report (``reported_input``).
 """
 
+from ._cache import DEFAULT_CACHE_BYTES, CountCache
 from ._calibration import (
     CALIBRATION,
+    GEMINI_CALIBRATION,
     NEW_TOKENIZER_CALIBRATION,
     CalibratedEstimator,
+    calibrated_estimator,
     calibration_for,
     claude_estimator,
     is_claude,
+    is_gemini,
     scale_to_total,
+    tokenizer_factor,
 )
 from ._estimators import (
     ApproximateTokensWarning,
@@ -35,12 +40,16 @@ from ._windows import context_window, input_limit, model_name, prompt_budget
 
 __all__ = [
     "CALIBRATION",
+    "DEFAULT_CACHE_BYTES",
+    "GEMINI_CALIBRATION",
     "NEW_TOKENIZER_CALIBRATION",
     "ApproximateTokensWarning",
     "Base64Bytes",
     "CalibratedEstimator",
     "Calibration",
+    "CountCache",
     "UsageEstimator",
+    "calibrated_estimator",
     "calibration_for",
     "calibration_of",
     "check_model",
@@ -53,10 +62,12 @@ __all__ = [
     "image_size_from_data_url",
     "input_limit",
     "is_claude",
+    "is_gemini",
     "model_name",
     "near_limit",
     "prompt_budget",
     "reported_input",
     "scale_to_total",
+    "tokenizer_factor",
     "use_when_unavailable",
 ]

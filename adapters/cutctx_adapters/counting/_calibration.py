@@ -23,17 +23,22 @@ from collections.abc import Sequence
 
 from cutctx import TokenEstimator, ValidationError
 
+from ._cache import CountCache
 from ._estimators import check_model, estimator_for
 from ._windows import model_name
 
 __all__ = [
     "CALIBRATION",
+    "GEMINI_CALIBRATION",
     "NEW_TOKENIZER_CALIBRATION",
     "CalibratedEstimator",
+    "calibrated_estimator",
     "calibration_for",
     "claude_estimator",
     "is_claude",
+    "is_gemini",
     "scale_to_total",
+    "tokenizer_factor",
 ]
 
 CALIBRATION = 1.3
@@ -99,5 +104,33 @@ def scale_to_total(values: Sequence[int], total: int) -> list[int]:
 
 
 def claude_estimator(model: str | None) -> CalibratedEstimator:
-    """Text counts on ``model``'s Claude scale: the shared tiktoken estimate times its factor."""
-    return CalibratedEstimator(estimator_for(None), calibration_for(model))
+    """Text counts on ``model``'s Claude scale: the shared tiktoken estimate times its factor,
+    remembered for as long as the result lives."""
+    return CalibratedEstimator(CountCache(estimator_for(None)), calibration_for(model))
+
+
+GEMINI_CALIBRATION = 1.2
+"""The tiktoken-to-Gemini factor (``gemini`` format's ``docs/gemini.md`` says why)."""
+
+
+def is_gemini(model: str | None) -> bool:
+    """Whether ``model`` names a Google Gemini model (its counts take Gemini's factor)."""
+    return bool(model) and "gemini" in str(model).lower()
+
+
+def tokenizer_factor(model: str | None) -> float | None:
+    """The factor tiktoken counts take for ``model`` where it has no public tokenizer (Claude,
+    Gemini); None for the models tiktoken counts as they are."""
+    if is_claude(model):
+        return calibration_for(model)
+    if is_gemini(model):
+        return GEMINI_CALIBRATION
+    return None
+
+
+def calibrated_estimator(model: str | None) -> TokenEstimator:
+    """Text counts on ``model``'s own scale: the shared tiktoken estimate times its factor
+    (as it is for a model tiktoken counts), remembered for as long as the result lives."""
+    factor = tokenizer_factor(model)
+    counted = CountCache(estimator_for(None if factor is not None else model))
+    return counted if factor is None else CalibratedEstimator(counted, factor)

@@ -1,4 +1,5 @@
-"""One tiktoken estimator per model, kept for the process so its cache stays warm.
+"""One tiktoken estimator per model, kept for the process; it holds no text (counts are
+remembered per call or per session: ``CountCache``).
 
 A program that must run without tiktoken's BPE files (the CLI on an offline machine) can name an
 approximate estimator to use instead; that is said once through ``warnings``. Libraries calling
@@ -14,6 +15,7 @@ from cutctx import TokenEstimator, ValidationError
 
 from .._requires import require
 from ..errors import TokenizerUnavailable
+from ._cache import CountCache
 
 __all__ = ["ApproximateTokensWarning", "chosen_estimator", "estimator_for", "use_when_unavailable"]
 
@@ -57,10 +59,10 @@ def estimator_for(model: str | None) -> TokenEstimator:
 
 def chosen_estimator(estimator: TokenEstimator | None, model: str | None) -> TokenEstimator:
     """The caller's estimator (checked: it must have ``estimate_tokens``), else the shared one
-    for ``model``."""
+    for ``model`` with counts remembered for as long as the result lives (one call)."""
     check_model(model)
     if estimator is None:
-        return estimator_for(model)
+        return CountCache(estimator_for(model))
     if not callable(getattr(estimator, "estimate_tokens", None)):
         raise ValidationError("estimator must have an estimate_tokens(text) method",
                               {"field": "estimator"})
@@ -95,8 +97,9 @@ def _build(model: str | None) -> TokenEstimator:
     from ..tiktoken import TiktokenEstimator
     from ._windows import model_name
 
-    try:  # a gateway's id (openai/gpt-4o) is counted as the model it names
-        return TiktokenEstimator(None if model is None else model_name(model) or model)
+    try:  # a gateway's id (openai/gpt-4o) is counted as the model it names; shared: holds no text
+        return TiktokenEstimator(None if model is None else model_name(model) or model,
+                                 cache_size=0)
     except TokenizerUnavailable as exc:
         if _fallback is None:
             raise

@@ -66,6 +66,11 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "claude-3-7-sonnet": 200_000,
     "claude-3-5-sonnet": 200_000,
     "claude-3-5-haiku": 200_000,
+    # Google Gemini: the published input limit (1,048,576; 2,097,152 for 1.5 Pro) as the window,
+    # so window − reply errs low; output is limited apart (65,536 on 2.5 and later)
+    "gemini-": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-1.0-pro": 32_760,
 }
 
 INPUT_LIMITS: Mapping[str, int] = {
@@ -104,8 +109,9 @@ def model_name(model: str) -> str:
 
 def _lookup(model: str, table: Mapping[str, int]) -> int | None:
     """The value of the longest prefix of ``model`` in ``table``: as given (a caller's own key
-    for a cloud id), else as the model it names."""
-    given = model.removeprefix("ft:")
+    for a cloud id; Gemini's ``models/`` resource name read as the model), else as the model it
+    names."""
+    given = model.removeprefix("ft:").removeprefix("models/")
     for name in dict.fromkeys((given, model_name(model))):
         best = max((prefix for prefix in table if name.startswith(prefix)), key=len,
                    default=None)
@@ -121,6 +127,8 @@ def context_window(model: str | None, overrides: Mapping[str, int] | None = None
     128000
     >>> context_window("claude-sonnet-4-6"), context_window("claude-sonnet-4-5")
     (1000000, 200000)
+    >>> context_window("models/gemini-2.5-flash"), context_window("gemini-1.5-pro-002")
+    (1048576, 2097152)
     """
     if not model:
         return None

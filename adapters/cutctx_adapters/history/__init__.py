@@ -25,7 +25,17 @@ from ._conversion import (
 from ._grown import GrownList, GrownMap
 from ._keys import content_bytes, content_key, span_key
 from ._observations import OBSERVATION_RULES, ObservationRule, check_rule, marked
-from ._plain import MAX_DEPTH, copy_plain, invalid, plain_tools, to_plain
+from ._plain import (
+    MAX_DEPTH,
+    ToolRule,
+    copy_plain,
+    invalid,
+    not_a_list,
+    not_an_entry,
+    plain_tools,
+    string_field,
+    to_plain,
+)
 
 __all__ = [
     "BOUNDARY_KIND",
@@ -43,6 +53,7 @@ __all__ = [
     "ObservationRule",
     "Part",
     "PinSpec",
+    "ToolRule",
     "check_call_pairs",
     "check_rule",
     "content_bytes",
@@ -53,8 +64,11 @@ __all__ = [
     "extend",
     "invalid",
     "marked",
+    "not_a_list",
+    "not_an_entry",
     "plain_tools",
     "span_key",
+    "string_field",
     "to_plain",
     "uncovered",
 ]

@@ -322,7 +322,8 @@ def extend(
     known = len(grown.turns)
     turns, by_id, task_turn_id = _turns_of(
         grown.codec, parts, pinned, task, _exchange_ids(parts, start=known), count_text,
-        grown.turns[-1] if known else None)
+        grown.turns[-1] if known else None,
+        any(turn.role is Role.USER for turn in grown.turns))  # stops at the first: the task
     fresh: set[str] = set()
     for index, turn in enumerate(turns, start=known):
         if turn.turn_id in grown.parts or turn.turn_id in fresh:
@@ -334,10 +335,12 @@ def extend(
 
 def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: int | None,
               correlation: Sequence[str | None], count_text: CountText | None = None,
-              previous: TranscriptTurn | None = None
+              previous: TranscriptTurn | None = None, after_task: bool = False
               ) -> tuple[list[TranscriptTurn], dict[str, Part], str | None]:
     """The engine turns of ``parts``, the parts by turn id, and the task's turn id.
-    ``previous``: the turn before the first of ``parts`` (an extension's), if any."""
+    ``previous``: the turn before the first of ``parts`` (an extension's), if any;
+    ``after_task``: whether a user message came before them (the first is never an
+    observation)."""
     task_turn_id: str | None = None
     turns: list[TranscriptTurn] = []
     by_id: dict[str, Part] = {}
@@ -351,9 +354,10 @@ def _turns_of(codec: Codec[Any], parts: Sequence[Part], pinned: set[int], task: 
             metadata = _body_metadata(codec, part, metadata, count_text)
             before = turns[-1] if turns else previous
             reason = observation_reason(part.role, part.text,
-                                        None if before is None else before.role)
+                                        None if before is None else before.role, after_task)
             if reason is not None:
                 metadata = {**metadata, OBSERVATION_KEY: reason}
+            after_task = after_task or part.role is Role.USER
         turns.append(TranscriptTurn(turn_id, part.role, part.text, part.tokens,
                                     correlation[position], part.index in pinned, metadata))
         if task_turn_id is None and part.index == task and part.role is Role.USER:
@@ -404,7 +408,11 @@ def _pinned_indexes(pin: PinSpec, messages: Sequence[Mapping[str, Any]], noun: s
     count = len(messages)
     out: set[int] = set()
     for index in pin:
-        if isinstance(index, bool) or not isinstance(index, int) or not -count <= index < count:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValidationError(f"pin: a {type(index).__name__} is not a {noun} index",
+                                  {"field": "pin", "rule": "pin_index",
+                                   "type": type(index).__name__})
+        if not -count <= index < count:
             raise ValidationError(f"pin: {noun} index out of range for a history of {count}",
                                   {"index": index, "field": "pin", "rule": "pin_index"})
         out.add(index % count)

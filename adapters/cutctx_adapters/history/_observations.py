@@ -11,7 +11,9 @@ traceback, a diff, a shell prompt as its last line, or mostly lines that are not
 lines, listings, code, logs); ``"after_assistant"`` — every user message right after an
 assistant message; ``"none"`` — no user message is one; or a
 callable ``(message, index) -> bool`` for an agent with its own convention. The first user
-message (the task) is never one under ``auto`` or ``after_assistant``.
+message (the task) is never one under ``auto`` or ``after_assistant``, even after an
+assistant's greeting. When unsure, a message is the person's: what a person quotes (fenced
+code, a markdown table) is not counted, and prose needs no spaces (Chinese, Japanese, Thai).
 """
 
 from __future__ import annotations
@@ -49,40 +51,61 @@ _SCAN_LINES = 400
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):|^\s*File \"[^\"]+\", line \d+",
                         re.MULTILINE)
 _DIFF = re.compile(r"^(?:diff --git |@@ -\d+(?:,\d+)? \+\d+)", re.MULTILINE)
-_PROMPT = re.compile(r"^[\w@:~/.()\[\]+-]*[$#%>]{1,3}$")
+_PROMPT = re.compile(r"^([\w@:~/.()\[\]+-]*?)[$#%>]{1,3}$")
 """A shell or REPL prompt alone on a line: ``bash-$``, ``$``, ``root@box:/src#``, ``>>>``."""
+_PROMPT_SIGNS = frozenset("@:~/-()[]")
+"""What a prompt's head holds (``user@host``, ``~/src``, ``bash-``) and a person's ``93%`` or
+``C#`` does not."""
 _AFTER_ACTION = (Role.ASSISTANT, Role.TOOL)
 """What an observation follows: the assistant's action (its message, or its tool results)."""
 _NUMBERED = re.compile(r"^\s*\d+[:|)\]]")
-_LIST_ITEM = re.compile(r"\d{1,2}\. ")
-"""A person's numbered list (``1. Keep the old format``), not a log line."""
+_LIST_ITEM = re.compile(r"\d{1,2}(?:[.)] |[．）、] ?)")
+"""A person's numbered list (``1. Keep the old format``, ``2) then this``), not a log line."""
 _CODE_MARKS = frozenset("{}[]()<>=;_/\\|#$@`*")
+_PROSE_OPENINGS = frozenset("\"'*-“‘«「『（【《")
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+                       "\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]")
+"""Letters of scripts written without spaces between words (Thai, Lao, Burmese, Khmer, kana,
+CJK ideographs; Hangul too, whose short lines hold few spaces): each counts as a word."""
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$|^\s*\|\s*:?-+:?\s*\|\s*$")
+"""A markdown table's delimiter row: ``|---|:---:|``."""
+_FENCES = ("```", "~~~")
 
 
 def output_shape(text: str) -> str | None:
     """Why ``text`` reads as a program's output, not a person's words: ``"traceback"``,
     ``"diff"``, ``"prompt"`` (its last line is a shell prompt), ``"output"`` (mostly lines that
     are not prose) or ``"size"`` (long, and a good part of it not prose); None when it reads as
-    something a person typed. Code a person quotes in fences (```) is left out of the count.
+    something a person typed. What a person quotes — code in fences (```), a markdown table —
+    is left out.
 
     >>> output_shape("AUTHORS.rst\\nREADME.rst\\nsetup.py\\nsrc/\\ntests/")
     'output'
     >>> output_shape("Thanks. Now make the export run nightly, and keep the old format.") is None
     True
     """
-    if ("Traceback (" in text or 'File "' in text) and _TRACEBACK.search(text):
-        return "traceback"
-    if ("diff --git" in text or "@@ -" in text) and _DIFF.search(text):
-        return "diff"
     stripped = text.rstrip()
     if not stripped:
         return None
-    if _PROMPT.match(stripped[stripped.rfind("\n") + 1:].strip()):
+    lines: list[str] | None = None
+    unquoted = text
+    if any(fence[0] in text and fence in text for fence in _FENCES):  # one memchr, mostly
+        lines = _outside_fences(_non_blank(text))
+        unquoted = "\n".join(lines)
+    if ("Traceback (" in unquoted or 'File "' in unquoted) and _TRACEBACK.search(unquoted):
+        return "traceback"
+    if ("diff --git" in unquoted or "@@ -" in unquoted) and _DIFF.search(unquoted):
+        return "diff"
+    if _is_prompt(stripped[stripped.rfind("\n") + 1:].strip()):
         return "prompt"
-    lines = _outside_fences([line for line in text.split("\n") if line.strip()])
-    long = len(lines) >= LONG_LINES
-    if len(lines) > _SCAN_LINES:
+    if lines is None:
+        lines = _non_blank(text)
+    many = len(lines) > _SCAN_LINES
+    if many:
         lines = lines[:_SCAN_LINES // 2] + lines[-_SCAN_LINES // 2:]
+    if "|" in text:
+        lines = _outside_tables(lines)
+    long = many or len(lines) >= LONG_LINES
     if len(lines) < MIN_LINES:
         return None
     output = sum(not _is_prose(line) for line in lines)
@@ -91,41 +114,84 @@ def output_shape(text: str) -> str | None:
     return "size" if long and output >= LONG_OUTPUT_SHARE * len(lines) else None
 
 
+def _non_blank(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.strip()]
+
+
+def _is_prompt(line: str) -> bool:
+    """Whether ``line`` is a shell or REPL prompt: marks alone (``$``, ``>>>``), or after a head
+    that holds a prompt's signs or names a program (``bash-$``, ``mysql>``); not a number
+    (``93%``) or a one-letter name (``C#``)."""
+    found = _PROMPT.match(line)
+    if found is None:
+        return False
+    head = found.group(1)
+    return (not head or not _PROMPT_SIGNS.isdisjoint(head)
+            or (len(head) > 1 and head[0].isalpha()))
+
+
 def _outside_fences(lines: list[str]) -> list[str]:
-    """``lines`` without the code blocks fenced by ``` lines (and without the fences)."""
-    if not any(line.lstrip().startswith("```") for line in lines):
-        return lines
+    """``lines`` without the code blocks a fence opens and a like fence closes (``` or ~~~),
+    fences included; a fence left open hides nothing (a program may print one)."""
     out: list[str] = []
-    fenced = False
+    block: list[str] = []
+    opened: str | None = None
     for line in lines:
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-        elif not fenced:
+        fence = next((mark for mark in _FENCES if line.lstrip().startswith(mark)), None)
+        if opened is None:
+            if fence is None:
+                out.append(line)
+            else:
+                opened, block = fence, [line]
+        elif fence == opened and not line.strip().strip(fence[0]):
+            opened = None
+        else:
+            block.append(line)
+    return out + block if opened is not None else out
+
+
+def _outside_tables(lines: list[str]) -> list[str]:
+    """``lines`` without markdown tables (a header row, its ``|---|`` delimiter, the rows
+    under it)."""
+    out: list[str] = []
+    in_table = False
+    for line in lines:
+        if _TABLE_RULE.match(line) and out and "|" in out[-1]:
+            out.pop()  # the header row
+            in_table = True
+        elif not (in_table and "|" in line):
+            in_table = False
             out.append(line)
     return out
 
 
 def _is_prose(line: str) -> bool:
-    """A line a person might write: words separated by spaces, few code or log marks, not
-    indented like code, not numbered like a listing, not opening like a log line (a timestamp,
-    a ``[tag]``)."""
-    if line.startswith(("    ", "\t")) or _NUMBERED.match(line):
+    """A line a person might write: words separated by spaces (or letters of a script written
+    without them), few code or log marks, not indented like code, not numbered like a listing
+    (a list item is prose), not opening like a log line (a timestamp, a ``[tag]``)."""
+    if line.startswith(("    ", "\t")):
         return False
     stripped = line.strip()
-    if not (stripped[0].isalpha() or stripped[0] in "\"'*-" or _LIST_ITEM.match(stripped)):
+    item = _LIST_ITEM.match(stripped)
+    if item is None and _NUMBERED.match(line):
         return False
-    words = stripped.split()
-    if len(words) < 3:
+    body = stripped[item.end():].lstrip() if item is not None else stripped
+    if not body or not (body[0].isalpha() or body[0] in _PROSE_OPENINGS):
+        return False
+    words = len(stripped.split())
+    if words < 3 and words + len(_UNSPACED.findall(body)) < 3:
         return False
     marks = sum(char in _CODE_MARKS for char in stripped)
     return marks * 10 < len(stripped)
 
 
-def observation_reason(role: Role, text: str, previous: Role | None) -> str | None:
+def observation_reason(role: Role, text: str, previous: Role | None,
+                       after_task: bool = True) -> str | None:
     """The ``auto`` rule: why a turn of ``role`` holding ``text`` after a turn of ``previous``
     is an observation (its shape), or None. Only a user message right after the assistant's
-    action (its message or its tool results) can be one."""
-    if role is not Role.USER or previous not in _AFTER_ACTION:
+    action (its message or its tool results) can be one, and never the task: the first user
+    message (``after_task`` False)."""
+    if role is not Role.USER or previous not in _AFTER_ACTION or not after_task:
         return None
     return output_shape(text)
 
@@ -150,12 +216,14 @@ def marked(transcript: Transcript, rule: ObservationRule,
     turns = transcript.turns
     out: list[TranscriptTurn] = []
     changed = False
+    after_task = False
     for position, turn in enumerate(turns):
         if turn.role is not Role.USER:
             out.append(turn)
             continue
         previous = turns[position - 1] if position else None
-        reason = _reason(rule, turn, previous, message_of)
+        reason = _reason(rule, turn, previous, message_of, after_task)
+        after_task = True
         now = turn.metadata.get(OBSERVATION_KEY)
         if reason == now:
             out.append(turn)
@@ -170,11 +238,12 @@ def marked(transcript: Transcript, rule: ObservationRule,
 
 
 def _reason(rule: ObservationRule, turn: TranscriptTurn, previous: TranscriptTurn | None,
-            message_of: Callable[[str], tuple[Mapping[str, Any], int]]) -> str | None:
+            message_of: Callable[[str], tuple[Mapping[str, Any], int]],
+            after_task: bool) -> str | None:
     if rule == "none":
         return None
     if rule == "after_assistant":
-        after = previous is not None and previous.role is Role.ASSISTANT
+        after = after_task and previous is not None and previous.role is Role.ASSISTANT
         return "after_assistant" if after else None
     assert callable(rule)
     message, index = message_of(turn.turn_id)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from cutctx import ValidationError
 
-__all__ = ["FIELD_NAMES", "MAX_DEPTH", "copy_plain", "invalid", "plain_tools", "to_plain"]
+__all__ = ["FIELD_NAMES", "MAX_DEPTH", "ToolRule", "copy_plain", "invalid", "not_a_list",
+           "not_an_entry", "plain_tools", "string_field", "to_plain"]
 
 
 def to_plain(value: Any, *, where: str = "history", index: int | None = None) -> Any:
@@ -35,7 +36,8 @@ def to_plain(value: Any, *, where: str = "history", index: int | None = None) ->
     except _NotJson:
         field, kind = _first_bad(value, "", 0)
         problem = f"value of type {kind} at {field or 'top level'!r} is not JSON data"
-        details = {"field": field, "type": kind, "rule": "json_data"}
+        details = {"field": field, "type": kind, "rule": "json_data"} if field else {
+            "type": kind, "rule": "json_data"}
     located: dict[str, Any] = {"where": where, **details}
     if index is not None:
         located["index"] = index
@@ -47,16 +49,40 @@ MAX_DEPTH = 100
 (rule ``json_depth``), so nothing that walks it later (hashing, token readers) can overflow."""
 
 
-def plain_tools(tools: Any) -> list[Any] | None:
-    """A request's tool definitions as plain JSON copies (None when it has none)."""
+ToolRule: TypeAlias = Callable[[Mapping[str, Any]], tuple[str, str] | None]
+"""A format's rule for one tool definition: the field it lacks (or has wrong) and what the
+format requires there; None when the definition has what the format requires."""
+
+
+def plain_tools(tools: Any, rule: ToolRule | None = None) -> list[Any] | None:
+    """A request's tool definitions as plain JSON copies (None when it has none), each an
+    object that ``rule`` (the format's) accepts."""
     if tools is None:
         return None
     if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
         raise ValidationError(
             f"tools must be a list of tool definitions, got {type(tools).__name__} "
             "(field 'tools', rule tools_type)", {"field": "tools", "rule": "tools_type"})
-    return [to_plain(tool, where=f"tool {index}", index=index)
-            for index, tool in enumerate(tools)]
+    plain = [to_plain(tool, where=f"tool {index}", index=index)
+             for index, tool in enumerate(tools)]
+    for index, tool in enumerate(plain):
+        if not isinstance(tool, dict):
+            raise invalid("tool", index, "", "tool_definition", "a tool definition must be an "
+                          f"object, got {type(tool).__name__}", type=type(tool).__name__)
+        broken = rule(tool) if rule is not None else None
+        if broken is not None:
+            raise invalid("tool", index, broken[0], "tool_definition", broken[1])
+    return plain
+
+
+def string_field(value: Mapping[str, Any], path: str) -> bool:
+    """Whether ``value`` holds a non-empty string at ``path`` (``function.name``)."""
+    found: Any = value
+    for key in path.split("."):
+        if not isinstance(found, Mapping):
+            return False
+        found = found.get(key)
+    return isinstance(found, str) and bool(found)
 
 
 def copy_plain(value: Any, where: str = "history") -> Any:
@@ -191,8 +217,33 @@ def _first_bad(value: Any, path: str, depth: int) -> tuple[str, str]:
 
 def invalid(noun: str, index: int, field: str, rule: str, problem: str,
             **ids: Any) -> ValidationError:
-    """A ValidationError naming where (``message 3``), the field and the rule; never content."""
+    """A ValidationError naming where (``message 3``), the field and the rule; never content.
+    An empty ``field``: the entry as a whole (no field is named)."""
+    if not field:
+        return ValidationError(f"{noun} {index}: {problem} (rule {rule})",
+                               {"index": index, "rule": rule, **ids})
     return ValidationError(
         f"{noun} {index}: {problem} (field {field!r}, rule {rule})",
         {"index": index, "field": field, "rule": rule, **ids},
     )
+
+
+def not_an_entry(noun: str, index: int, value: Any, rule: str) -> ValidationError:
+    """The error for an entry of a history that is not an object: what it is instead."""
+    return invalid(noun, index, "", rule,
+                   f"each {noun} must be an object (a dict or an SDK {noun}), got "
+                   f"{type(value).__name__}", type=type(value).__name__)
+
+
+def not_a_list(field: str, noun: str, value: Any, alternative: str = "") -> ValidationError:
+    """The error for a history that is not a list (``field``: its name in a request): what was
+    given, and what to pass instead — a whole request's own list, or a list around one
+    ``noun``. ``alternative``: what else the field takes (``or a string``)."""
+    kind = type(value).__name__
+    fix = ""
+    if isinstance(value, Mapping) and field in value:
+        fix = f"; that is a whole request: pass its list, request[{field!r}]"
+    elif isinstance(value, Mapping):
+        fix = f"; a mapping is one {noun}: pass a list of them"
+    return ValidationError(f"{field} must be a list of {noun}s{alternative}, got {kind}{fix}",
+                           {"field": field, "rule": f"{field}_type", "type": kind})

@@ -12,8 +12,9 @@ Each module is an optional extra and imports its framework when it is imported i
 * ``integrations.agent_framework`` (``cutctx[agent-framework]``): ``CompactingStrategy(...)``
   for Microsoft Agent Framework's ``compaction_strategy=`` (per agent, client or run).
 
-Every hook takes the settings of ``CompactionSession`` (a ``CompactionSettings`` as
-``settings=`` and/or its fields as keywords, ``store=`` included) and keeps one sticky session
+Every hook takes the same arguments: the settings of ``CompactionSession`` (a
+``CompactionSettings`` as ``settings=`` and/or its fields as keywords, ``store=`` included) and
+``model=`` (the model name counts and the window are for), and keeps one sticky session
 per format, whose compacted views are keyed by each conversation's own history: every
 conversation it serves sends the same prefix between compactions, so the provider's prompt
 cache keeps hitting.

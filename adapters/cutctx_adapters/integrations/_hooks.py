@@ -1,8 +1,9 @@
-"""What every framework hook shares: its sessions, the caller's items found again, its reports.
+"""What every framework hook shares: its sessions, the caller's messages found again, reports.
 
-A hook converts the framework's history into one cutctx format, lets a ``CompactionSession``
-prepare it, and hands the framework back its own objects for every item sent unchanged: those
-are found again by content (kept items keep their order), so only stubs, clips and summaries are
+A hook converts the framework's history into one cutctx format (noting where each item came
+from), lets a ``CompactionSession`` prepare it, and hands the framework back its own objects for
+every message sent unchanged: the session says which given items each item sent comes from
+(``Prepared.sources``), so a stub or a clip is a copy of its own message and only summaries are
 new. The replies a hook sees feed the session the input they report (``feed``), so its counts
 follow the bill.
 """
@@ -10,29 +11,33 @@ follow the bill.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..counting import calibration_for, claude_estimator, is_claude, reported_input
-from ..history import SUMMARY_HEADER
+from cutctx import ValidationError
+
+from ..counting import calibrated_estimator, check_model, reported_input, tokenizer_factor
 from ..planning import HistoryFormat
-from ..reports import CallReport, Decision
+from ..reports import CallReport, Decision, Source
 from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "afeed", "feed", "item_shape", "kept_positions", "traced",
-           "unchanged"]
+__all__ = ["HookSessions", "Kept", "Made", "Origin", "afeed", "feed", "regrouped", "untouched"]
 
 
 class HookSessions:
     """The sticky sessions of one hook, all with its settings: one per format, and one more per
-    Claude calibration (Anthropic models are counted with tiktoken times the Claude factor
-    unless the settings name an estimator). ``last_report`` is the newest call's report."""
+    calibration (Claude and Gemini models are counted with tiktoken times their factor unless
+    the settings name an estimator). ``model``: the model name counts and the window
+    are for when the hook's caller names one (every hook takes ``settings``, ``model`` and the
+    settings' keywords alike). ``last_report`` is the newest call's report."""
 
-    def __init__(self, settings: CompactionSettings | None,
-                 keywords: SettingsKeywords) -> None:
+    def __init__(self, settings: CompactionSettings | None, keywords: SettingsKeywords,
+                 model: str | None = None) -> None:
         self.settings = CompactionSettings.of(settings, **keywords)
+        self.model = check_model(model)
         self._sessions: dict[tuple[str, float | None], CompactionSession] = {}
         self._lock = threading.Lock()
         self._sent: dict[Hashable, tuple[CompactionSession, CallReport]] = {}
@@ -40,15 +45,14 @@ class HookSessions:
 
     def session(self, format: HistoryFormat, model: str | None) -> CompactionSession:
         """The session for ``format`` and ``model`` (made on first use)."""
-        claude = is_claude(model) and self.settings.estimator is None
-        factor = calibration_for(model) if claude else None
+        factor = tokenizer_factor(model) if self.settings.estimator is None else None
         key = (format.name, factor)
         with self._lock:
             found = self._sessions.get(key)
             if found is None:
                 settings = self.settings
                 if factor is not None:
-                    settings = settings.replace(estimator=claude_estimator(model))
+                    settings = settings.replace(estimator=calibrated_estimator(model))
                 found = self._sessions[key] = CompactionSession(format, settings=settings)
             return found
 
@@ -101,83 +105,74 @@ async def afeed(session: CompactionSession, report: CallReport, replies: Iterabl
         await session.aobserve_usage(report, reply)
 
 
-Shape = Callable[[Any], Hashable]
-"""A cheap key of an item (its role, type, ids and sizes): equal items have equal shapes."""
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a given item was read from: the framework's message (its position in the list;
+    -1 for one outside it, such as the system prompt) and, for a message read as several items,
+    which of its parts (None: the message as a whole)."""
+
+    message: int
+    part: int | None = None
 
 
-def item_shape(item: Any) -> Hashable:
-    """The shape of a plain item of any cutctx format."""
-    if not isinstance(item, dict):
-        return type(item).__name__
-    return (item.get("role"), item.get("type"), item.get("tool_call_id"),
-            item.get("call_id"), item.get("id"), _size(item.get("content")),
-            _size(item.get("output")))
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A framework message sent, whole or in part: for each of its parts sent (None: the
+    message as a whole), None where it went unchanged, else the item sent in its place (a
+    stub, a clip)."""
+
+    message: int
+    parts: dict[int | None, dict[str, Any] | None]
+
+    @property
+    def unchanged(self) -> bool:
+        """Every part sent is sent as given."""
+        return all(item is None for item in self.parts.values())
 
 
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str | list) else -1
+@dataclass(frozen=True, slots=True)
+class Made:
+    """An item cutctx made (a summary), and the framework messages it stands for."""
+
+    item: dict[str, Any]
+    messages: tuple[int, ...]
 
 
-def kept_positions(given: Sequence[Any], sent: Sequence[Any],
-                   shape: Shape = item_shape) -> list[int | None]:
-    """For each sent item, the position of the given item it is unchanged (None: the
-    compaction made it, a stub, clip or summary). Kept items keep their order, so each is
-    matched to the first equal given item after the previous match; two items equal in content
-    are interchangeable on the wire, and the earlier is taken."""
-    by_shape: dict[Hashable, list[int]] = {}
-    for index, item in enumerate(given):
-        by_shape.setdefault(shape(item), []).append(index)
-    out: list[int | None] = []
-    after = 0
-    for item in sent:
-        positions = by_shape.get(shape(item), [])
-        found = None
-        for index in positions[bisect_left(positions, after):]:
-            if given[index] == item:
-                found = index
-                break
-        out.append(found)
-        if found is not None:
-            after = found + 1
-    return out
-
-
-def unchanged(positions: Sequence[int | None], given: int) -> bool:
-    """Whether what is sent is every given item, in order."""
-    return len(positions) == given and all(
-        position == index for index, position in enumerate(positions))
-
-
-
-def traced(given: Sequence[dict[str, Any]], sent: Sequence[dict[str, Any]]
-           ) -> list[tuple[int, bool] | None]:
-    """Where each sent message comes from: ``(position, True)`` for a given message sent
-    unchanged, ``(position, False)`` for a stub or clip of one (the first not yet taken with
-    its role and ``tool_call_id`` between the unchanged messages around it), None for a
-    summary. For formats of one message per turn (Chat Completions)."""
-    positions = kept_positions(given, sent)
-    upto = [len(given)] * (len(sent) + 1)  # the next unchanged position at or after each item
-    for index in range(len(sent) - 1, -1, -1):
-        found = positions[index]
-        upto[index] = found if found is not None else upto[index + 1]
-    out: list[tuple[int, bool] | None] = []
-    taken: set[int] = set()
-    after = 0
-    for index, (item, position) in enumerate(zip(sent, positions, strict=True)):
-        if position is not None:
-            after = max(after, position + 1)
-            out.append((position, True))
+def regrouped(sent: Sequence[dict[str, Any]], sources: Sequence[Source] | None,
+              origins: Sequence[Origin]) -> list[Kept | Made]:
+    """What is sent, as framework messages: each message once, where its first item is sent,
+    with what became of its parts, and the summaries in between. Mapped by the session's own
+    account of where each item comes from (``Prepared.sources``), never guessed by content;
+    items from outside the list (``Origin.message`` -1) are the framework's to send. A session
+    names none only where it sent the request as given (``not_possible``)."""
+    if sources is None:
+        if len(sent) != len(origins):
+            raise ValidationError("the session named no sources for what it sent",
+                                  {"field": "sources", "items": len(sent)})
+        sources = [Source("kept", (position,)) for position in range(len(sent))]
+    out: list[Kept | Made] = []
+    kept: dict[int, Kept] = {}
+    for item, source in zip(sent, sources, strict=True):
+        if source.fate == "summarized":
+            messages = {origins[position].message for position in source.positions}
+            out.append(Made(item, tuple(sorted(index for index in messages if index >= 0))))
             continue
-        replaced = None if _is_summary(item) else next(
-            (candidate for candidate in range(after, upto[index])
-             if candidate not in taken and given[candidate].get("role") == item.get("role")
-             and given[candidate].get("tool_call_id") == item.get("tool_call_id")), None)
-        if replaced is not None:
-            taken.add(replaced)
-        out.append(None if replaced is None else (replaced, False))
+        origin = origins[source.positions[0]]
+        if origin.message < 0:
+            continue
+        entry = kept.get(origin.message)
+        if entry is None:
+            entry = kept[origin.message] = Kept(origin.message, {})
+            out.append(entry)
+        entry.parts[origin.part] = None if source.fate == "kept" else item
     return out
 
 
-def _is_summary(item: dict[str, Any]) -> bool:
-    content = item.get("content")
-    return isinstance(content, str) and content.startswith(SUMMARY_HEADER)
+def untouched(entries: Sequence[Kept | Made], origins: Sequence[Origin], messages: int
+              ) -> bool:
+    """Whether ``entries`` are all ``messages`` framework messages, in order, each with every
+    part it was read as (``origins``), unchanged."""
+    parts = Counter(origin.message for origin in origins)
+    return len(entries) == messages and all(
+        isinstance(entry, Kept) and entry.message == index and entry.unchanged
+        and len(entry.parts) == parts[index] for index, entry in enumerate(entries))

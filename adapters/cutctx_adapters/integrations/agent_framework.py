@@ -48,10 +48,10 @@ from agent_framework import (  # noqa: E402
 from cutctx import ValidationError  # noqa: E402
 
 from ..openai import chat  # noqa: E402
-from ..reports import CallReport  # noqa: E402
+from ..reports import CallReport, Source  # noqa: E402
 from ..session import CompactionSession  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
-from ._hooks import HookSessions, afeed, traced  # noqa: E402
+from ._hooks import HookSessions, afeed  # noqa: E402
 
 __all__ = ["CallMiddleware", "CompactingStrategy"]
 
@@ -152,7 +152,7 @@ class CompactingStrategy:
         if call is not None:
             call.sent = (session, prepared.report)
         before = _projection(messages)
-        messages[:] = _rebuilt(messages, read, prepared.messages)
+        messages[:] = _rebuilt(messages, read, prepared.messages, prepared.sources)
         return _projection(messages) != before
 
 
@@ -267,26 +267,29 @@ def _arguments(arguments: Any) -> str:
 # --- what is sent → the framework's messages, marked -------------------------------------------
 
 
-def _rebuilt(messages: Sequence[Message], read: _Read, sent: Sequence[dict[str, Any]]
-             ) -> list[Message]:
+def _rebuilt(messages: Sequence[Message], read: _Read, sent: Sequence[dict[str, Any]],
+             sources: Sequence[Source] | None) -> list[Message]:
     """The new list: every message given, in order (what is not sent marked excluded), with a
     copy holding its stubs after a message whose contents were replaced, and summaries where
-    they stand; what an earlier call inserted is gone, what it excluded is put back."""
+    they stand; what an earlier call inserted is gone, what it excluded is put back. Each item
+    sent is mapped by the session's own account of where it comes from (``sources``)."""
     kept: dict[int, set[int | None]] = {}
     replaced: dict[int, dict[int | None, str]] = {}
     summaries_before: dict[int, list[str]] = {}
     pending: list[str] = []
-    for item, source in zip(sent, traced(read.given, sent), strict=True):
-        if source is None:
+    if sources is None:  # sent as given
+        sources = [Source("kept", (index,)) for index in range(len(sent))]
+    for item, source in zip(sent, sources, strict=True):
+        if source.fate == "summarized":
             pending.append(str(item.get("content") or ""))
             continue
-        position, part = read.origins[source[0]]
+        position, part = read.origins[source.positions[0]]
         if position < 0:
             continue  # the call's instructions
         if pending:
             summaries_before.setdefault(position, []).extend(pending)
             pending = []
-        if source[1]:
+        if source.fate == "kept":
             kept.setdefault(position, set()).add(part)
         else:
             replaced.setdefault(position, {})[part] = str(item.get("content") or "")

@@ -6,22 +6,21 @@
 ``wrap_model_call`` (and ``awrap_model_call``) compacts ``request.messages`` for the call
 (``request.override(messages=...)``); the system message is counted and kept, the tools are
 counted, and the agent's stored state is left as it is. The messages are read as Chat
-Completions messages (``langchain_core``'s own conversion) through one sticky session; kept
-messages are the caller's objects, untouched; a masked or clipped message is a copy of its
-original with the cutctx stub in place of its content (a ``ToolMessage`` keeps its
-``tool_call_id``, every message its id); a summary is a new ``HumanMessage``. Anthropic models
-are counted with the Claude calibration, and every model's counts follow the input its replies
-report (``usage_metadata``). ``persist=True`` also replaces the stored history with
-what was sent (so checkpoints stop growing; what was masked or dropped is then gone from the
-state too). Needs ``pip install 'cutctx[langchain]'``.
+Completions messages (``langchain_core``'s own conversion, server-tool results apart: see
+``_langchain_messages``) through one sticky session; kept messages are the caller's objects,
+untouched; a masked or clipped message is a copy of its own original with the cutctx stub in
+place of its content; a summary is a new ``HumanMessage`` whose id names its span. Anthropic
+models are counted with the Claude calibration, and every model's counts follow the input its
+replies report (``usage_metadata``). ``persist=True`` also replaces the stored history with what
+was sent (so checkpoints stop growing; what was masked or dropped is then
+gone from the state too). Needs ``pip install 'cutctx[langchain]'``.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack, cast
+from typing import Any, Unpack
 
 from .._requires import require
 
@@ -39,8 +38,6 @@ from langchain_core.messages import (  # noqa: E402
     HumanMessage,
     RemoveMessage,
     SystemMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
 )
 from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
@@ -52,7 +49,8 @@ from ..clients import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions, afeed, feed, traced  # noqa: E402
+from ._hooks import HookSessions, afeed, feed  # noqa: E402
+from ._langchain_messages import Read, read, restored  # noqa: E402
 
 __all__ = ["ChatModelSummarizer", "CompactionMiddleware"]
 
@@ -62,12 +60,9 @@ AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """A model request as cutctx reads it: the messages, and their Chat Completions form
-    (the system message first, when there is one)."""
+    """A model request as cutctx reads it: its messages, and the request for the session."""
 
-    messages: list[AnyMessage]
-    given: list[dict[str, Any]]
-    system: bool
+    messages: Read
     fields: dict[str, Any]
 
 
@@ -85,10 +80,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         super().__init__()
         if not isinstance(persist, bool):
             raise ValidationError("persist must be True or False", {"field": "persist"})
-        self._sessions = HookSessions(settings, keywords)
+        self._sessions = HookSessions(settings, keywords, model)
         self.settings = self._sessions.settings
         self.persist = persist
-        self.model = model
+        self.model = self._sessions.model
         self.tools: list[Any] = []
         self._tool_params: tuple[tuple[int, ...], list[dict[str, Any]]] = ((), [])
 
@@ -120,18 +115,14 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # --- the steps both share -------------------------------------------------------------
 
     def _read(self, request: ModelRequest[Any]) -> _Read:
-        messages = list(request.messages)
-        system = request.system_message is not None
-        given = convert_to_openai_messages(
-            [request.system_message, *messages] if request.system_message is not None
-            else messages)
+        messages = read(request.messages, request.system_message)
         model = self.model or _model_name(request.model)
-        fields: dict[str, Any] = {"model": model, "messages": given,
+        fields: dict[str, Any] = {"model": model, "messages": messages.given,
                                   "tools": self._tools(request.tools)}
         max_tokens = getattr(request.model, "max_tokens", None)
         if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
             fields["max_completion_tokens"] = max_tokens
-        return _Read(messages, given, system, fields)
+        return _Read(messages, fields)
 
     def _tools(self, tools: Sequence[Any]) -> list[dict[str, Any]]:
         """The request's tools as Chat Completions definitions (converted once per list)."""
@@ -143,11 +134,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _sent(self, read: _Read, prepared: Prepared) -> list[AnyMessage] | None:
         """The messages to send, None when they are the request's own."""
         self._sessions.kept(prepared.report)
-        messages = restored(read.messages, read.given, prepared.messages, system=read.system)
-        if len(messages) == len(read.messages) and all(
-                a is b for a, b in zip(messages, read.messages, strict=True)):
-            return None
-        return messages
+        return restored(read.messages, prepared)
 
     def _result(self, response: ModelResponse[Any], sent: list[AnyMessage] | None
                 ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
@@ -199,33 +186,3 @@ def _model_name(model: Any) -> str | None:
         if isinstance(name, str) and name:
             return name
     return None
-
-
-def restored(messages: Sequence[AnyMessage], given: Sequence[dict[str, Any]],
-             sent: Sequence[dict[str, Any]], *, system: bool) -> list[AnyMessage]:
-    """The LangChain messages for ``sent`` (Chat Completions dicts read from ``messages``, the
-    system message first in ``given`` when ``system``): the caller's message wherever one is
-    sent unchanged; a copy of the message it replaces, with the new content, for a stub or a
-    clip; a new ``HumanMessage`` for a summary."""
-    offset = 1 if system else 0
-    out: list[AnyMessage] = []
-    for item, source in zip(sent, traced(given, sent), strict=True):
-        if source is None:
-            out.append(_new_message(item))
-        elif source[0] >= offset:
-            original = messages[source[0] - offset]
-            out.append(original if source[1] else original.model_copy(
-                update={"content": item.get("content")}))
-    return out
-
-
-def _new_message(item: dict[str, Any]) -> AnyMessage:
-    """A message cutctx made (a summary): of the class its role says, with an id derived from
-    its content, so the same summary has the same id in every process."""
-    digest = hashlib.sha256(str(item.get("content")).encode("utf-8", "surrogatepass"))
-    if item.get("role") == "user":
-        return HumanMessage(content=item.get("content") or "",
-                            id=f"cutctx-summary-{digest.hexdigest()[:16]}")
-    message = convert_to_messages([item])[0]
-    return cast("AnyMessage", message.model_copy(
-        update={"id": f"cutctx-summary-{digest.hexdigest()[:16]}"}))

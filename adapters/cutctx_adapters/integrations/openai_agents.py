@@ -16,7 +16,6 @@ Responses adapter does. Needs ``pip install 'cutctx[openai-agents]'``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Unpack
 
 from .._requires import require
@@ -25,6 +24,7 @@ require("agents", "openai-agents")
 
 from agents import Agent, FunctionTool  # noqa: E402
 from agents.models import get_default_model  # noqa: E402
+from agents.models.fake_id import FAKE_RESPONSES_ID  # noqa: E402
 from agents.models.openai_responses import Converter  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
@@ -32,9 +32,9 @@ from cutctx import ValidationError  # noqa: E402
 
 from ..history import to_plain  # noqa: E402
 from ..openai import responses  # noqa: E402
-from ..session import CallReport  # noqa: E402
+from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions, kept_positions, unchanged  # noqa: E402
+from ._hooks import HookSessions, Made, Origin, regrouped, untouched  # noqa: E402
 
 __all__ = ["CompactingInputFilter", "compacting_input_filter"]
 
@@ -57,9 +57,9 @@ class CompactingInputFilter:
 
     def __init__(self, settings: CompactionSettings | None = None, *, model: str | None = None,
                  **keywords: Unpack[SettingsKeywords]) -> None:
-        self._sessions = HookSessions(settings, keywords)
+        self._sessions = HookSessions(settings, keywords, model)
         self.settings = self._sessions.settings
-        self.model = model
+        self.model = self._sessions.model
         self._tools: tuple[tuple[Any, ...], list[Any]] = ((), [])
 
     @property
@@ -72,7 +72,7 @@ class CompactingInputFilter:
         agent = data.agent
         model = self.model or _model_name(agent)
         session = self._sessions.session(responses.FORMAT, model)
-        items = list(given.input)
+        items = [_without_placeholder(item) for item in given.input]
         try:
             prepared = await session.aprepare(self._request(agent, model, given, items))
         except ValidationError as error:
@@ -82,10 +82,9 @@ class CompactingInputFilter:
                                 len(items))
             return given
         self._sessions.kept(prepared.report)
-        sent = prepared.input
-        if isinstance(sent, str):  # the SDK always gives a list; a string input stays one
+        if isinstance(prepared.input, str):  # the SDK always gives a list; a string stays one
             return given
-        return _restored(given, items, sent)
+        return _restored(given, prepared)
 
     def _request(self, agent: Agent[Any], model: str, given: ModelInputData,
                  items: list[Any]) -> dict[str, Any]:
@@ -129,13 +128,20 @@ def _model_name(agent: Agent[Any]) -> str:
     return name if isinstance(name, str) else get_default_model()
 
 
-def _restored(given: ModelInputData, items: Sequence[Any], sent: Sequence[Any]
-              ) -> ModelInputData:
-    """The input to send: the caller's own item wherever one is sent unchanged."""
-    plain = [item if type(item) is dict else to_plain(item) for item in items]
-    positions = kept_positions(plain, sent)
-    if unchanged(positions, len(items)):
+def _without_placeholder(item: Any) -> Any:
+    """``item`` without the id the SDK gives every item it converted from a chat completion
+    (``__fake_id__``, which it never sends): not the caller's id, so not one used twice."""
+    if isinstance(item, dict) and item.get("id") == FAKE_RESPONSES_ID:
+        return {key: value for key, value in item.items() if key != "id"}
+    return item
+
+
+def _restored(given: ModelInputData, prepared: Prepared) -> ModelInputData:
+    """The input to send: the SDK's own item wherever one is sent unchanged."""
+    origins = [Origin(index) for index in range(len(given.input))]
+    entries = regrouped(prepared.input, prepared.sources, origins)
+    if untouched(entries, origins, len(given.input)):
         return given
-    restored = [item if position is None else items[position]
-                for item, position in zip(sent, positions, strict=True)]
+    restored: list[Any] = [entry.item if isinstance(entry, Made)
+                else entry.parts[None] or given.input[entry.message] for entry in entries]
     return ModelInputData(input=restored, instructions=given.instructions)

@@ -9,25 +9,22 @@ it is), counted with the request's instructions and tool definitions.
 ``compacting_history_processor`` does the same for ``ProcessHistory``, which also writes the
 compacted history back into the run's messages, for those who want that.
 
-The messages are read as Chat Completions messages through one sticky session: each request
-part (system prompt, user prompt, tool return, retry prompt) one message, each response one
-assistant message (text, thinking and tool calls together), so tool calls and their returns
-stay paired. Messages sent whole are the caller's objects; a message that lost or changed a
-part is a copy holding the parts left (a masked tool return: a copy of the part with the cutctx
-stub as its content); a summary is a new ``ModelRequest`` with one ``UserPromptPart``.
-Anthropic models are counted with the Claude calibration; the capability's counts follow the
-input each reply reports (``after_model_request``). With the provider's own compaction in
-play (a provider ``CompactionPart`` in the history, or ``openai_context_management`` /
-``anthropic_context_management`` in the model settings) cutctx defers to it: the messages go as
+The messages are read as Chat Completions messages through one sticky session (see
+``_pydantic_ai_messages``): a request part one message, a response one assistant message, the
+serving model's native tool parts and its provider's compaction counted. Messages sent whole
+are the caller's objects; a message that lost or changed a part is a copy holding the parts
+left; a summary is a new ``ModelRequest``. Anthropic models are counted with the Claude
+calibration; the capability's counts follow the input each reply reports
+(``after_model_request``). With the provider's own compaction turned on
+(``openai_context_management`` / ``anthropic_context_management`` in the model settings) cutctx
+defers to it: the messages go as
 they are, reported ``deferred``; a server-held conversation (``openai_previous_response_id``)
 goes as it is too, reported ``not_possible``. Needs ``pip install 'cutctx[pydantic-ai]'``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Unpack
 
 from .._requires import require
@@ -37,16 +34,10 @@ require("pydantic_ai", "pydantic-ai")
 from pydantic_ai import RunContext, direct  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
-    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    RetryPromptPart,
     SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext  # noqa: E402
@@ -59,7 +50,9 @@ from ..openai import chat  # noqa: E402
 from ..planning import server_held  # noqa: E402
 from ..session import CallReport  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions, traced  # noqa: E402
+from ._hooks import HookSessions  # noqa: E402
+from ._pydantic_ai_messages import provider_of, restored  # noqa: E402
+from ._pydantic_ai_messages import read as read_messages  # noqa: E402
 
 __all__ = ["CompactionCapability", "HistoryCompactor", "ModelSummarizer",
            "compacting_history_processor"]
@@ -68,24 +61,15 @@ _SERVER_COMPACTION = ("openai_context_management", "anthropic_context_management
 """Model settings that turn a provider's own compaction on."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """The history as Chat Completions messages: ``given[i]`` came from part ``origins[i]``
-    (message index, part index; part None: a whole response; message -1: the instructions)."""
-
-    messages: list[ModelMessage]
-    given: list[dict[str, Any]]
-    origins: list[tuple[int, int | None]]
-
-
 class HistoryCompactor:
     """What the capability and the processor share: one sticky session per format, and the
     way from pydantic-ai messages to what is sent and back. ``last_report``: the newest."""
 
-    def __init__(self, settings: CompactionSettings | None,
-                 keywords: SettingsKeywords) -> None:
-        self._sessions = HookSessions(settings, keywords)
+    def __init__(self, settings: CompactionSettings | None, keywords: SettingsKeywords, *,
+                 model: str | None = None) -> None:
+        self._sessions = HookSessions(settings, keywords, model)
         self.settings = self._sessions.settings
+        self.model = self._sessions.model
 
     @property
     def last_report(self) -> CallReport | None:
@@ -96,14 +80,16 @@ class HistoryCompactor:
                         instructions: str | None = None,
                         tools: Sequence[ToolDefinition] = (),
                         settings: Mapping[str, Any] | None = None,
+                        served_by: Any = None,
                         reply_key: Hashable | None = None) -> list[ModelMessage]:
-        """The messages to send for ``model`` (the very list's items where nothing changed).
-        ``reply_key``: the request's, for its reply to feed the session (``replied``)."""
+        """The messages to send for ``model`` (the very list's items where nothing changed);
+        ``served_by``: the pydantic-ai ``Model`` serving the request, whose own parts (native
+        tool parts, its compaction) it sends back and so are counted; ``reply_key``: the
+        request's, for its reply to feed the session (``replied``)."""
         settings = settings or {}
-        passed = self._passed_through(messages, model, settings)
-        if passed:
+        if self._passed_through(messages, model, settings):
             return list(messages)
-        read = _read(messages, instructions)
+        read = read_messages(messages, instructions, provider_of(served_by))
         fields: dict[str, Any] = {"model": model, "messages": read.given,
                                   "tools": [_tool(tool) for tool in tools]}
         if isinstance(settings.get("max_tokens"), int):
@@ -113,7 +99,7 @@ class HistoryCompactor:
         self._sessions.kept(prepared.report)
         if reply_key is not None:
             self._sessions.remember(reply_key, session, prepared.report)
-        return _restored(read, prepared.messages)
+        return restored(read, prepared)
 
     async def replied(self, reply_key: Hashable, response: ModelResponse) -> None:
         """The reply to the request ``reply_key`` names: its reported input (``usage``) feeds
@@ -122,14 +108,10 @@ class HistoryCompactor:
 
     def _passed_through(self, messages: Sequence[ModelMessage], model: str | None,
                         settings: Mapping[str, Any]) -> bool:
-        """Whether the provider owns this history (its compaction, or a server-held
-        conversation): then it goes as it is, and the report says why."""
+        """Whether the provider owns this history (its compaction is turned on, or it holds
+        the conversation): then it goes as it is, and the report says why."""
         why = next((f"the provider's own compaction is on ({key})" for key in _SERVER_COMPACTION
                     if settings.get(key)), None)
-        if why is None and any(isinstance(message, ModelResponse) and any(
-                isinstance(part, CompactionPart) and part.provider_name
-                for part in message.parts) for message in messages):
-            why = "the history holds the provider's own compaction (a CompactionPart)"
         if why is not None:
             self._sessions.told("deferred", f"{why}: left to the provider", chat.FORMAT, model,
                                 len(messages))
@@ -145,12 +127,13 @@ class CompactionCapability(AbstractCapability[Any]):
     """Compacts each model request's messages in ``prepare_model_request`` (see the module).
 
     Takes ``CompactionSession``'s settings (``settings=`` and/or keywords: ``window``,
-    ``trigger``, ``target``, ``keep_recent``, ``summarizer``, ``store``, ...).
+    ``trigger``, ``target``, ``keep_recent``, ``summarizer``, ``store``, ...). ``model``: the
+    model name counts and the window are for, instead of the serving model's ``model_name``.
     """
 
-    def __init__(self, settings: CompactionSettings | None = None,
-                 **keywords: Unpack[SettingsKeywords]) -> None:
-        self.compactor = HistoryCompactor(settings, keywords)
+    def __init__(self, settings: CompactionSettings | None = None, *,
+                 model: str | None = None, **keywords: Unpack[SettingsKeywords]) -> None:
+        self.compactor = HistoryCompactor(settings, keywords, model=model)
 
     @property
     def last_report(self) -> CallReport | None:
@@ -162,11 +145,12 @@ class CompactionCapability(AbstractCapability[Any]):
                                     ) -> ModelRequestContext:
         parameters = request_context.model_request_parameters
         instructions = "\n\n".join(part.content for part in parameters.instruction_parts or ())
+        served_by = request_context.model
         request_context.messages = await self.compactor.compacted(
-            request_context.messages, request_context.model.model_name,
+            request_context.messages, self.compactor.model or served_by.model_name,
             instructions=instructions or None,
             tools=[*parameters.function_tools, *parameters.output_tools],
-            settings=dict(request_context.model_settings or {}),
+            settings=dict(request_context.model_settings or {}), served_by=served_by,
             reply_key=id(request_context))
         return request_context
 
@@ -196,87 +180,20 @@ class _Processor:
                        ) -> list[ModelMessage]:
         latest = next((message.instructions for message in reversed(messages)
                        if isinstance(message, ModelRequest) and message.instructions), None)
-        return await self.compactor.compacted(messages, ctx.model.model_name,
-                                              instructions=latest,
-                                              settings=dict(ctx.model_settings or {}))
+        return await self.compactor.compacted(
+            messages, self.compactor.model or ctx.model.model_name, instructions=latest,
+            settings=dict(ctx.model_settings or {}), served_by=ctx.model)
 
 
-def compacting_history_processor(settings: CompactionSettings | None = None,
+def compacting_history_processor(settings: CompactionSettings | None = None, *,
+                                 model: str | None = None,
                                  **keywords: Unpack[SettingsKeywords]) -> _Processor:
     """A history processor for ``ProcessHistory(...)``: the run's messages compacted before
     each request, and written back into the run's history (``ProcessHistory`` does that).
-    Takes ``CompactionSession``'s settings; it sees no tool definitions (a processor is not
-    given them), so leave room for them in ``reserve`` or ``window``."""
-    return _Processor(HistoryCompactor(settings, keywords))
-
-
-# --- pydantic-ai messages → Chat Completions messages, and back --------------------------------
-
-
-def _read(messages: Sequence[ModelMessage], instructions: str | None) -> _Read:
-    given: list[dict[str, Any]] = []
-    origins: list[tuple[int, int | None]] = []
-    if instructions:
-        given.append({"role": "system", "content": instructions})
-        origins.append((-1, None))
-    for index, message in enumerate(messages):
-        if isinstance(message, ModelResponse):
-            given.append(_assistant(message))
-            origins.append((index, None))
-            continue
-        for position, part in enumerate(message.parts):
-            item = _request_item(part)
-            if item is not None:
-                given.append(item)
-                origins.append((index, position))
-    return _Read(list(messages), given, origins)
-
-
-def _request_item(part: Any) -> dict[str, Any] | None:
-    """The Chat Completions message a request part is sent as; None for parts the model does
-    not read as a message (they travel with their request)."""
-    if isinstance(part, SystemPromptPart):
-        return {"role": "system", "content": part.content}
-    if isinstance(part, UserPromptPart):
-        return {"role": "user", "content": _user_content(part.content)}
-    if isinstance(part, ToolReturnPart):
-        return {"role": "tool", "tool_call_id": part.tool_call_id,
-                "content": part.model_response_str()}
-    if isinstance(part, RetryPromptPart):
-        if part.tool_name is not None:
-            return {"role": "tool", "tool_call_id": part.tool_call_id,
-                    "content": part.model_response()}
-        return {"role": "user", "content": part.model_response()}
-    if isinstance(part, CompactionPart):  # a summary the application wrote: user-voice text
-        return {"role": "user", "content": part.content or ""}
-    return None
-
-
-def _user_content(content: Any) -> Any:
-    if isinstance(content, str):
-        return content
-    blocks: list[dict[str, Any]] = []
-    for item in content:
-        if isinstance(item, str):
-            blocks.append({"type": "text", "text": item})
-        elif getattr(item, "kind", None) == "image-url":
-            blocks.append({"type": "image_url", "image_url": {"url": item.url}})
-        else:
-            blocks.append({"type": str(getattr(item, "kind", type(item).__name__))})
-    return blocks
-
-
-def _assistant(message: ModelResponse) -> dict[str, Any]:
-    texts = [part.content for part in message.parts
-             if isinstance(part, TextPart | ThinkingPart) and part.content]
-    item: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts)}
-    calls = [part for part in message.parts if isinstance(part, ToolCallPart)]
-    if calls:
-        item["tool_calls"] = [{"id": part.tool_call_id, "type": "function",
-                               "function": {"name": part.tool_name,
-                                            "arguments": part.args_as_json_str()}}
-                              for part in calls]
-    return item
+    Takes ``CompactionSession``'s settings and ``model`` as ``CompactionCapability`` does; it
+    sees no tool definitions (a processor is not given them), so leave room for them in
+    ``reserve`` or ``window``."""
+    return _Processor(HistoryCompactor(settings, keywords, model=model))
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -284,73 +201,6 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         function["description"] = tool.description
     return {"type": "function", "function": function}
-
-
-def _restored(read: _Read, sent: Sequence[dict[str, Any]]) -> list[ModelMessage]:
-    """The pydantic-ai messages for ``sent``: each message whose parts all went unchanged is
-    the caller's; one that lost or changed a part is a copy with the parts left; summaries are
-    new requests. Parts that are no message of their own stay with their request."""
-    kept: dict[int, list[tuple[int | None, Any]]] = {}
-    order: list[int | ModelRequest] = []
-    for item, source in zip(sent, traced(read.given, sent), strict=True):
-        if source is None:
-            order.append(ModelRequest(parts=[UserPromptPart(item.get("content") or "")]))
-            continue
-        message, part_index = read.origins[source[0]]
-        if message < 0:
-            continue  # the instructions: pydantic-ai sends them itself
-        part = None if source[1] else _with_content(read, source[0], item.get("content"))
-        if message not in kept:
-            kept[message] = []
-            order.append(message)
-        kept[message].append((part_index, part))
-    return _assembled(read, order, kept)
-
-
-def _with_content(read: _Read, position: int, content: Any) -> Any:
-    """The request part behind ``read.given[position]`` with ``content`` (a stub, a clip) in
-    place of its own; a clip of text parts as its text, as pydantic-ai holds text."""
-    message, part_index = read.origins[position]
-    part = read.messages[message].parts[part_index or 0]
-    if isinstance(content, list):
-        content = "\n".join(str(block.get("text", "")) for block in content
-                            if isinstance(block, dict))
-    return dataclasses.replace(part, content=content)
-
-
-def _assembled(read: _Read, order: Sequence[int | ModelRequest],
-               kept: Mapping[int, list[tuple[int | None, Any]]]) -> list[ModelMessage]:
-    out: list[ModelMessage] = []
-    counted = {message for message, _ in read.origins}
-    last = -1
-    for entry in order:
-        if isinstance(entry, ModelRequest):
-            out.append(entry)
-            continue
-        out.extend(read.messages[index] for index in range(last + 1, entry)
-                   if index not in counted)  # requests of riders only: kept in place
-        last = entry
-        out.append(_message_with(read.messages[entry], kept[entry]))
-    out.extend(read.messages[index] for index in range(last + 1, len(read.messages))
-               if index not in counted)
-    return out
-
-
-def _message_with(message: ModelMessage, parts: Sequence[tuple[int | None, Any]]
-                  ) -> ModelMessage:
-    """``message`` itself when every part it is read as was sent unchanged; else a copy with
-    the parts sent (replaced where they changed) and its other parts."""
-    if isinstance(message, ModelResponse):
-        return message
-    new = {part_index: part for part_index, part in parts}
-    counted = {position for position, part in enumerate(message.parts)
-               if _request_item(part) is not None}
-    if set(new) == counted and all(part is None for part in new.values()):
-        return message
-    kept_parts = [new[position] or part if position in new else part
-                  for position, part in enumerate(message.parts)
-                  if position in new or position not in counted]
-    return dataclasses.replace(message, parts=kept_parts)
 
 
 class ModelSummarizer(ProviderSummarizer):

@@ -61,6 +61,7 @@ class ResponsesCodec(OpenAICodec):
 
     noun = NOUN
     id_prefix = "i"
+    text_kinds = TEXT_PARTS
 
     def __init__(self, summary_role: str = "user", *, text_input: bool = False) -> None:
         super().__init__(summary_role)
@@ -101,13 +102,6 @@ class ResponsesCodec(OpenAICodec):
 
     def with_content(self, part: Part, content: Any) -> Any:
         return {**copy_plain(part.payload), MASK_FIELDS.get(part.kind, "content"): content}
-
-    def piece(self, block: Any) -> tuple[str, str | None]:
-        kind = block.get("type") if isinstance(block, dict) else None
-        key = "text" if kind in TEXT_PARTS else "refusal" if kind == "refusal" else None
-        if key is not None and isinstance(block.get(key), str):
-            return block[key], key
-        return f"[{kind}]", None
 
     def text_block(self, text: str) -> Any:
         return {"type": "input_text", "text": text}

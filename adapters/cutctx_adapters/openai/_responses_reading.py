@@ -11,11 +11,11 @@ from typing import Any
 
 from cutctx import Role, ValidationError
 
-from ..history import BOUNDARY_KIND, Part, check_call_pairs, invalid
+from ..history import BOUNDARY_KIND, Part, check_call_pairs, invalid, not_an_entry
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, MASK_FIELDS, NOUN, SERVER_RESULTS, TEXT_PARTS
 from ._responses_tokens import describe, item_tokens
-from ._shared import plain_items
+from ._shared import content_text, plain_items
 
 __all__ = ["Reading", "as_message", "checked_instructions", "parts_of", "plain_input"]
 
@@ -118,27 +118,7 @@ def _string(item: Mapping[str, Any], index: int, field: str, rule: str) -> str:
 
 def _content_text(content: Any, index: int, field: str) -> str:
     """Content as a model reads it: text parts' text, other parts as ``[type]`` placeholders."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise invalid(NOUN, index, field, "content_type",
-                      f"{field} must be a string or a list of parts")
-    pieces: list[str] = []
-    for position, part in enumerate(content):
-        where = f"{field}[{position}]"
-        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-            raise invalid(NOUN, index, where, "part_type", "a content part needs a string 'type'")
-        kind = part["type"]
-        key = "text" if kind in TEXT_PARTS else "refusal" if kind == "refusal" else None
-        if key is None:
-            pieces.append(f"[{kind}]")
-        elif not isinstance(part.get(key), str):
-            raise invalid(NOUN, index, f"{where}.{key}", "part_text",
-                          f"a {kind} part needs a string {key!r}")
-        else:
-            pieces.append(part[key])
-    return "\n".join(pieces)
-
+    return content_text(content, NOUN, index, field, TEXT_PARTS)
 
 def _message(item: Mapping[str, Any], index: int) -> _Item:
     role_name = item.get("role")
@@ -250,7 +230,7 @@ def _other(item: Mapping[str, Any], index: int, kind: str) -> _Item:
 
 def _read(item: Any, index: int) -> _Item:
     if not isinstance(item, Mapping):
-        raise invalid(NOUN, index, "", "item_type", "an item must be an object")
+        raise not_an_entry(NOUN, index, item, "item_type")
     kind = item.get("type", "message" if "role" in item else None)
     if kind is None and item.get("object") == "response":
         raise invalid(NOUN, index, "", "response_not_item",
@@ -392,8 +372,7 @@ def plain_input(input_items: Any) -> tuple[list[Any], bool]:
     """The items as plain data, and whether ``input`` was a string (one user message)."""
     if isinstance(input_items, str):
         return [as_message(input_items, "user")], True
-    problem = "input must be a string or a list of items"
-    return plain_items(input_items, NOUN, "input", problem), False
+    return plain_items(input_items, NOUN, "input", " or a string"), False
 
 
 def checked_instructions(instructions: Any) -> str | None:

@@ -214,8 +214,9 @@ def _strings_tokens(mapping: Mapping[str, Any], estimator: TokenEstimator) -> in
 def _part_tokens(part: Any, estimator: TokenEstimator) -> int:
     """One content part: text and refusal as text, media by rule, never base64 as text.
 
-    An unknown part type counts its top-level string values except ``type`` (one level, like a
-    message); nested objects, where a payload would sit, count nothing.
+    An unknown part type (a ``document``, a provider's server-tool block) counts every string
+    in it, at any depth, except ``type`` values and base64 or data-URL payloads: what is sent,
+    as text.
     """
     if isinstance(part, str):
         return estimator.estimate_tokens(part)
@@ -231,11 +232,26 @@ def _part_tokens(part: Any, estimator: TokenEstimator) -> int:
         return _audio_part_tokens(part.get("input_audio"))
     if kind == "file":
         return _file_part_tokens(part.get("file"), estimator)
-    return sum(
-        estimator.estimate_tokens(value)
-        for key, value in part.items()
-        if key != "type" and isinstance(value, str)
-    )
+    return _strings_within(part, estimator, 0)
+
+
+_PAYLOAD = re.compile(r"data:[^,\s]*,\S*|[A-Za-z0-9+/_=-]{64,}", re.ASCII)
+"""A data URL, or a long run of base64 with no space: media or an encrypted blob, not text."""
+_MAX_NESTING = 32
+
+
+def _strings_within(value: Any, estimator: TokenEstimator, depth: int) -> int:
+    """Tokens of every string inside ``value`` but ``type`` values and payloads."""
+    if isinstance(value, str):
+        return 0 if _PAYLOAD.fullmatch(value) else estimator.estimate_tokens(value)
+    if depth >= _MAX_NESTING:
+        return 0
+    if isinstance(value, Mapping):
+        return sum(_strings_within(item, estimator, depth + 1) for key, item in value.items()
+                   if key != "type")
+    if isinstance(value, list | tuple):
+        return sum(_strings_within(item, estimator, depth + 1) for item in value)
+    return 0
 
 
 # ----------------------------------------------------------------------------------------------

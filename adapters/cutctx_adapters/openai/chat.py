@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import Role, TokenEstimator
 
+from .. import planning
 from ..counting import chosen_estimator
 from ..history import (
     SUMMARY_HEADER,
@@ -31,21 +32,18 @@ from ..history import (
     copy_plain,
     extend,
     invalid,
+    not_an_entry,
     plain_tools,
+    string_field,
 )
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    given,
-    reply_allowance,
-    resolve_budget,
-    start,
+from ..settings import (
+    CompactKeywords,
+    PlanKeywords,
+    goal_of,
+    settings_of,
+    started,
 )
-from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
-from ._shared import NO_COUNT, OpenAICodec, plain_items
+from ._shared import NO_COUNT, OpenAICodec, content_text, plain_items
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 
 if TYPE_CHECKING:
@@ -98,12 +96,6 @@ class ChatCodec(OpenAICodec):
     def with_content(self, part: Part, content: Any) -> Any:
         return {**copy_plain(part.payload), "content": content}
 
-    def piece(self, block: Any) -> tuple[str, str | None]:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in ("text", "refusal") and isinstance(block.get(kind), str):
-            return block[kind], kind
-        return f"[{kind}]", None
-
     def text_block(self, text: str) -> Any:
         return {"type": "text", "text": text}
 
@@ -117,26 +109,7 @@ def _text_of(content: Any, index: int, field: str, *, required: bool) -> str:
         if required:
             raise invalid(_NOUN, index, field, "missing_content", "content is required")
         return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise invalid(_NOUN, index, field, "content_type",
-                      f"content must be a string or a list of parts, got {type(content).__name__}")
-    pieces: list[str] = []
-    for position, item in enumerate(content):
-        where = f"{field}[{position}]"
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise invalid(_NOUN, index, where, "part_type", "a content part needs a string 'type'")
-        kind = item["type"]
-        if kind in ("text", "refusal"):
-            value = item.get(kind)
-            if not isinstance(value, str):
-                raise invalid(_NOUN, index, f"{where}.{kind}", "part_text",
-                              f"a {kind} part needs a string {kind!r}")
-            pieces.append(value)
-        else:
-            pieces.append(f"[{kind}]")
-    return "\n".join(pieces)
+    return content_text(content, _NOUN, index, field, ChatCodec.text_kinds)
 
 
 def _calls_of(message: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], list[str], str]:
@@ -183,7 +156,7 @@ def _parts(messages: Sequence[Any], estimator: TokenEstimator, start: int = 0) -
     last_caller = -1
     for index, message in enumerate(messages[start:], start=start):
         if not isinstance(message, dict):
-            raise invalid(_NOUN, index, "", "message_type", "a message must be an object")
+            raise not_an_entry(_NOUN, index, message, "message_type")
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
@@ -262,7 +235,7 @@ def _refuse_response(message: Mapping[str, Any], index: int) -> None:
 
 
 def _plain_messages(messages: Sequence[Any]) -> list[Any]:
-    return plain_items(messages, _NOUN, "messages", "messages must be a list")
+    return plain_items(messages, _NOUN, "messages")
 
 
 def to_transcript(
@@ -329,10 +302,23 @@ def count_tokens(
 
 def overhead_tokens(tools: Sequence[Mapping[str, Any]] | None, estimator: TokenEstimator) -> int:
     """Tokens of a request outside its messages: reply priming plus tool definitions."""
-    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools), estimator)
+    return REPLY_PRIMING_TOKENS + tools_tokens(plain_tools(tools, _tool_rule), estimator)
 
 
-def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:
+def _tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What a Chat Completions tool lacks: ``{"type": "function", "function": {"name", ...}}``
+    or ``{"type": "custom", "custom": {"name", ...}}`` (another type passes, named)."""
+    kind = tool.get("type")
+    if kind in ("function", "custom"):
+        name = f"{kind}.name"
+        return None if string_field(tool, name) else (name, f"a {kind} tool needs {name}")
+    if isinstance(kind, str) and kind:
+        return None
+    return "type", ("a Chat Completions tool needs a type: {\"type\": \"function\", "
+                    "\"function\": {\"name\": ..., \"parameters\": ...}}")
+
+
+def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     ``budget``: the whole prompt's tokens (a ``CompactionBudget``: the history's alone); None:
@@ -348,18 +334,10 @@ def plan(messages: Sequence[Any], **options: Unpack[PlanKeywords]) -> Job:
                          summary_role=options.get("summary_role", "user"),
                          keep_task=chosen.keep_task)
     overhead = overhead_tokens(options.get("tools"), counter)
-    budget = budget_or_window(options.get("budget"), chosen, model)
-    return start(
-        conv,
-        resolve_budget(budget, overhead, chosen.keep_recent),
-        policy=chosen.policy,
-        summarizer=chosen.summarizer,
-        estimator=counter,
-        overhead=overhead,
-        result_fields=lambda rendered: {"messages": rendered},
-        options=chosen,
-        **_planning(conv, counter, overhead),
-    )
+    return started(conv, chosen, goal_of(chosen, options.get("budget"), model),
+                   overhead=overhead, estimator=counter,
+                   result_fields=lambda rendered: {"messages": rendered},
+                   **_planning(conv, counter, overhead))
 
 
 def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
@@ -373,7 +351,7 @@ def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
 
 
 @dataclass(frozen=True, slots=True)
-class ChatResult(FormatResult):
+class ChatResult(planning.FormatResult):
     """``compact``'s result: ``messages`` ready for ``client.chat.completions.create``."""
 
     messages: list[ChatCompletionMessageParam] = field(default_factory=list)
@@ -385,25 +363,27 @@ def compact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> Chat
     Without a summarizer old tool results are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    return compacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
+    return planning.compacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
 async def acompact(messages: Sequence[Any], **options: Unpack[CompactKeywords]) -> ChatResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    return await acompacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
+    return await planning.acompacted(plan, messages, options, ChatResult, DEFAULT_MODEL)
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="openai-chat",
     list_key="messages",
     side_key=None,
     to_transcript=lambda items, _side, estimator, pin, keep_task: to_transcript(
         items, estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: (None, rendered),
-    overhead=lambda request, estimator: overhead_tokens(given(request.get("tools")), estimator),
-    output_allowance=reply_allowance("max_completion_tokens", "max_tokens"),
+    overhead=lambda request, estimator: overhead_tokens(planning.given(request.get("tools")),
+                                                        estimator),
+    output_allowance=planning.reply_allowance("max_completion_tokens", "max_tokens"),
     planning=_planning,
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
         previous, items, known, estimator, pin, keep_task),
+    one_item_per_turn=True,
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

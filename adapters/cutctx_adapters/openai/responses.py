@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from cutctx import TokenEstimator
 
+from .. import planning
 from ..counting import chosen_estimator
 from ..history import (
     Conversion,
@@ -28,22 +29,15 @@ from ..history import (
     convert,
     extend,
     plain_tools,
+    string_field,
 )
-from ..planning import (
-    FormatResult,
-    HistoryFormat,
-    Job,
-    acompacted,
-    compacted,
-    deferral,
-    deferred_budget,
-    given,
-    reply_allowance,
-    resolve_budget,
-    server_held,
-    start,
+from ..settings import (
+    CompactKeywords,
+    PlanKeywords,
+    goal_of,
+    settings_of,
+    started,
 )
-from ..settings import CompactKeywords, PlanKeywords, budget_or_window, settings_of
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, Rendered, ResponsesCodec
 from ._responses_reading import Reading, as_message, checked_instructions, parts_of, plain_input
@@ -131,8 +125,25 @@ def validate(input_items: str | Sequence[Any], *, instructions: str | None = Non
 def overhead_tokens(tools: Sequence[Any] | None, estimator: TokenEstimator,
                     model: str | None = None) -> int:
     """Tokens of a request outside its items: reply priming plus tool definitions."""
-    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools(tools),
+    return REPLY_PRIMING_TOKENS + request_tools_tokens(plain_tools(tools, _tool_rule),
                                                        counter_for(estimator, model))
+
+
+_NAMED = {"function": "name", "custom": "name", "namespace": "name", "mcp": "server_label"}
+"""Responses tool types and the string each requires besides its type."""
+
+
+def _tool_rule(tool: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What a Responses tool lacks: a type, and for a function (custom, namespace) its name,
+    for an MCP server its label."""
+    kind = tool.get("type")
+    if not isinstance(kind, str) or not kind:
+        return "type", ("a Responses tool needs a type: {\"type\": \"function\", \"name\": "
+                        "..., \"parameters\": ...}, or a built-in tool's (\"web_search\", ...)")
+    field = _NAMED.get(kind)
+    if field is None or string_field(tool, field):
+        return None
+    return field, f"a {kind} tool needs {field}"
 
 
 def count_tokens(
@@ -164,7 +175,7 @@ class ResponsesCompactKeywords(ResponsesKeywords, CompactKeywords, total=False):
 _OWN = ("instructions", "context_management")
 
 
-def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords]) -> Job:
+def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords]) -> planning.Job:
     """Convert, estimate and plan; ``compact``/``acompact`` fulfil and apply the result.
 
     An int ``budget`` is the whole prompt's: the items get it minus priming and tools (the
@@ -177,29 +188,18 @@ def plan(input_items: str | Sequence[Any], **options: Unpack[ResponsesKeywords])
     """
     chosen = settings_of(options, "responses.compact", _OWN)
     model = options.get("model", DEFAULT_MODEL)
-    goal, summarizer = budget_or_window(options.get("budget"), chosen, model), chosen.summarizer
     request = {"context_management": options.get("context_management"), "input": input_items}
-    deferred = deferral(request, _server_compaction, chosen.defer_to_server)
-    if deferred is not None:
-        goal, summarizer = deferred_budget(goal, model, chosen.reserve), None
+    goal = goal_of(chosen, options.get("budget"), model, request, _server_compaction)
     counter = chosen_estimator(chosen.estimator, model)
     conv = to_transcript(input_items, instructions=options.get("instructions"), model=model,
                          estimator=counter, pin=chosen.pin,
                          summary_role=options.get("summary_role", "user"),
                          keep_task=chosen.keep_task)
     overhead = overhead_tokens(options.get("tools"), counter, model)
-    return start(
-        conv,
-        resolve_budget(goal, overhead, chosen.keep_recent),
-        policy=chosen.policy,
-        summarizer=summarizer,
-        estimator=counter,
-        overhead=overhead,
-        result_fields=lambda rendered: {"instructions": rendered[0], "input": rendered[1]},
-        options=chosen,
-        deferred=deferred,
-        **_planning(conv, counter_for(counter, model), overhead),
-    )
+    return started(conv, chosen, goal, overhead=overhead, estimator=counter,
+                   result_fields=lambda rendered: {"instructions": rendered[0],
+                                                   "input": rendered[1]},
+                   **_planning(conv, counter_for(counter, model), overhead))
 
 
 def _planning(_conv: Conversion[Any], estimator: TokenEstimator,
@@ -224,7 +224,7 @@ def _measure(rendered: Rendered, counter: TiktokenEstimator, overhead: int) -> i
 
 
 @dataclass(frozen=True, slots=True)
-class ResponsesResult(FormatResult):
+class ResponsesResult(planning.FormatResult):
     """``compact``'s result: ``instructions`` and ``input`` ready for
     ``client.responses.create`` (``input`` stays a string if it was one and was kept)."""
 
@@ -239,26 +239,26 @@ def compact(input_items: str | Sequence[Any],
     Without a summarizer old tool outputs are masked, then the oldest exchanges dropped; with
     one, the default chain also folds a span into a summary. See ``plan`` for the settings.
     """
-    return compacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
+    return planning.compacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
 async def acompact(input_items: str | Sequence[Any],
                    **options: Unpack[ResponsesCompactKeywords]) -> ResponsesResult:
     """``compact`` with an async (or sync) summarizer; summary requests run concurrently."""
-    return await acompacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
+    return await planning.acompacted(plan, input_items, options, ResponsesResult, DEFAULT_MODEL)
 
 
 def _server_compaction(request: Mapping[str, Any]) -> str | None:
     """Why a request leaves compaction to the server: ``context_management`` turns its
     compaction on, or the input ends with a ``compaction_trigger`` (compact now)."""
-    entries = given(request.get("context_management"))
+    entries = planning.given(request.get("context_management"))
     if isinstance(entries, Sequence) and not isinstance(entries, str | bytes):
         for entry in entries:
             kind = entry.get("type") if isinstance(entry, Mapping) else getattr(entry, "type",
                                                                                 None)
             if kind == "compaction":
                 return "server-side compaction is on (context_management)"
-    items = given(request.get("input"))
+    items = planning.given(request.get("input"))
     if isinstance(items, Sequence) and not isinstance(items, str | bytes) and items:
         last = items[-1]
         kind = last.get("type") if isinstance(last, Mapping) else getattr(last, "type", None)
@@ -269,26 +269,28 @@ def _server_compaction(request: Mapping[str, Any]) -> str | None:
 
 def _unsupported(request: Mapping[str, Any]) -> str | None:
     for key in ("previous_response_id", "conversation"):
-        if given(request.get(key)) is not None:
-            return server_held(key)
+        if planning.given(request.get(key)) is not None:
+            return planning.server_held(key)
     return None
 
 
-FORMAT = HistoryFormat(
+FORMAT = planning.HistoryFormat(
     name="openai-responses",
     list_key="input",
     side_key="instructions",
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
-        items, instructions=given(side), estimator=estimator, pin=pin, keep_task=keep_task),
+        items, instructions=planning.given(side), estimator=estimator, pin=pin,
+        keep_task=keep_task),
     split=lambda rendered: rendered,
     overhead=lambda request, estimator: overhead_tokens(
-        given(request.get("tools")), estimator, given(request.get("model"))),
-    output_allowance=reply_allowance("max_output_tokens"),
+        planning.given(request.get("tools")), estimator, planning.given(request.get("model"))),
+    output_allowance=planning.reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
     extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
         previous, items, known, estimator, pin, keep_task),
     safety_margin=0.02,
     server_compaction=_server_compaction,
+    one_item_per_turn=True,
 )
 """How Responses requests carry their history (for sessions and the client wrapper)."""

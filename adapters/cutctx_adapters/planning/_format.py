@@ -114,5 +114,12 @@ class HistoryFormat:
     (Anthropic): what the latest one covers is never sent, whatever the budget."""
     check_request: Callable[[Mapping[str, Any], Growing[Any]], None] = (
         lambda request, conv: None)
+    one_item_per_turn: bool = False
+    """Every item sent renders one turn (Chat Completions, Responses): a session can then say
+    which given items each comes from (``Prepared.sources``)."""
     """Refuse what the provider would refuse about the request as a whole, beyond its history
     (Anthropic: ``cache_control`` markers on tools count toward the four)."""
+    protect: Callable[[Conversion[Any], int], Conversion[Any]] = lambda conv, allowance: conv
+    """(conversion, the history's allowance) -> the conversion with the newest turns the
+    provider wants untouched pinned, where they fit (Gemini: its current turn). A session
+    passes the whole budget's allowance, so a compaction toward its target keeps them too."""

@@ -8,6 +8,7 @@ rendered request against the budget.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from cutctx import (
     CompactionExecutor,
     CompactionPlan,
     CompactionPolicy,
+    CompactionReport,
     Role,
     SummarizationRequest,
     TokenEstimator,
@@ -30,7 +32,7 @@ from cutctx import (
 
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
-from ..history import KIND_KEY, Conversion, covered_turns, uncovered
+from ..history import BOUNDARY_KIND, KIND_KEY, Conversion, covered_turns, uncovered
 from ..prompts import SUMMARY_TOLERANCE, allowed_tokens
 from ._fitting import Fitted, decide_fitting
 from ._policy import OnSummaryError, PolicyOptions, choose_policy, with_observations
@@ -41,11 +43,15 @@ __all__ = [
     "acompacted",
     "arun",
     "compacted",
+    "length_check",
+    "planned",
     "resolve_budget",
     "run",
+    "stand_in",
     "start",
     "stub_estimator",
     "summary_check",
+    "with_room_for_note",
 ]
 
 
@@ -231,9 +237,9 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         # Fit is judged on what is sent: the measured request, not the plan's estimate.
         report = replace(report, budget_unmet=measured > job.limit)
     replaced = replacements(job.conversion.transcript, view.transcript)
-    return CompactionResult(
+    result = CompactionResult(
         plan=job.plan,
-        report=report,
+        report=_with_covered(report, job.whole, job.covered),
         view=view.transcript,
         conversion=job.whole or job.conversion,
         overhead_tokens=job.overhead,
@@ -247,10 +253,24 @@ def _finish(job: Job, summaries: Mapping[str, str], fallback: bool = False) -> C
         last_resort=job.last_resort,
         task_turn_id=job.conversion.task_turn_id,
         covered=job.covered,
-        deferred=(job.deferred if not replaced and all(
-            action.action is Action.KEEP for action in job.plan.actions) else None),
         **job.result_fields(rendered),
     )
+    if job.deferred is not None and not result.rewritten:
+        return replace(result, deferred=job.deferred)
+    return result
+
+
+def _with_covered(report: CompactionReport, whole: Conversion[Any] | None,
+                  covered: tuple[str, ...]) -> CompactionReport:
+    """``report`` over the whole history (``whole``): the turns left out because the
+    provider's compaction ``covered`` them are summarized (by that compaction), so the six
+    lists still hold every turn once."""
+    if whole is None or not covered:
+        return report
+    summarized = {*report.summarized_turn_ids, *covered}
+    return replace(report, turns_before=report.turns_before + len(covered),
+                   summarized_turn_ids=tuple(turn.turn_id for turn in whole.transcript.turns
+                                             if turn.turn_id in summarized))
 
 
 def _require_summarizer(job: Job, summarizer: object | None) -> None:
@@ -259,9 +279,14 @@ def _require_summarizer(job: Job, summarizer: object | None) -> None:
                               {"group_ids": [r.group_id for r in job.plan.summarization_requests]})
 
 
-def _check_length(job: Job, request: SummarizationRequest, text: str) -> None:
-    """Refuse a summary much longer than its plan allowed: it would not fit where it goes."""
-    tokens = job.estimator.estimate_tokens(text)
+def length_check(estimator: TokenEstimator) -> Callable[[SummarizationRequest, str], None]:
+    """Refuses (``SummarizationFailed``) a summary much longer than its plan allowed (it would
+    not fit where it goes), counted with ``estimator``."""
+    return functools.partial(_refuse_long, estimator)
+
+
+def _refuse_long(estimator: TokenEstimator, request: SummarizationRequest, text: str) -> None:
+    tokens = estimator.estimate_tokens(text)
     allowed = allowed_tokens(request.target_tokens)
     if tokens > allowed:
         raise SummarizationFailed(
@@ -370,10 +395,38 @@ def _steps(job: Job) -> Generator[Job, Outcome, CompactionResult]:
 
 def summary_check(job: Job) -> Callable[[SummarizationRequest, str], None]:
     """How ``job`` vets a summary before it is used (or stored): ``SummarizationFailed`` if not."""
-    def check(request: SummarizationRequest, text: str) -> None:
-        _check_length(job, request, text)
+    return length_check(job.estimator)
 
-    return check
+
+def stand_in(target_tokens: int, estimator: TokenEstimator) -> str:
+    """A summary's place-holding text, as long as a summary planned at ``target_tokens`` may
+    be (``allowed_tokens``, by ``estimator``): what is measured where the text is not written
+    yet — the same for every worker, and never less than the text that will stand there."""
+    tokens = allowed_tokens(target_tokens)
+    words = max(1, tokens)
+    for _ in range(3):
+        text = " ".join(["summary"] * words)
+        counted = estimator.estimate_tokens(text)
+        if counted == tokens or counted <= 0:
+            break
+        words = max(1, round(words * tokens / counted))
+    return " ".join(["summary"] * words)
+
+
+def planned(job: Job) -> CompactionResult:
+    """``job`` applied with every summary it asks for standing in at the most its plan allows
+    (``stand_in``): what a session's walk measures, so where it compacts never depends on a
+    model's words; the summaries the walk keeps are written once it ends."""
+    steps = _steps(job)
+    try:
+        wanted = next(steps)
+        while True:
+            wanted = steps.send({request.group_id: stand_in(request.target_tokens,
+                                                            wanted.estimator)
+                                 for request in wanted.plan.summarization_requests})
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result
 
 
 def run(job: Job, summarizer: AnySummarizer | None = None,
@@ -436,3 +489,31 @@ async def acompacted(plan: Callable[..., Job | Awaitable[Job]], history: Any,
         job = await job
     result = await arun(job, job.summarizer, options.get("summary_cache"))
     return narrowed(result, kind, planning.get("model", default_model))
+
+
+def leaves_assistant_first(job: Job, conversion: Conversion[Any]) -> bool:
+    """Whether ``job``'s plan drops the leading user message(s) of a history that opened with
+    one and keeps an assistant's first (a provider's compaction opens the request instead, when
+    there is one: nothing goes before it)."""
+    if not getattr(conversion.codec, "starts_with_user", False):
+        return False
+    parts = conversion.parts
+    if any(parts[action.turn_id].kind == BOUNDARY_KIND for action in job.plan.actions):
+        return False
+    for action in job.plan.actions:
+        part = parts[action.turn_id]
+        if part.role is Role.SYSTEM or action.action is Action.DROP:
+            continue
+        return action.action is not Action.SUMMARIZE and part.role is Role.ASSISTANT
+    return False
+
+
+def with_room_for_note(begin: Callable[[int], Job], conversion: Conversion[Any],
+                       note_tokens: Callable[[], int]) -> Job:
+    """``begin(0)``'s job; planned again with ``note_tokens()`` more overhead when it leaves an
+    assistant's message first, which the rendering opens with a user note (the note then
+    counts, so the request as sent stays within the budget)."""
+    job = begin(0)
+    if leaves_assistant_first(job, conversion):
+        return begin(note_tokens())
+    return job

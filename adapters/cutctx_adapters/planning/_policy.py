@@ -27,6 +27,7 @@ from cutctx import (
     ToolResultClipPolicy,
     ToolResultMaskingPolicy,
     UserLastDropPolicy,
+    UserMessageClipPolicy,
     ValidationError,
 )
 
@@ -36,6 +37,7 @@ from ..prompts import DEFAULT_PROMPT_ID
 __all__ = [
     "DEFAULT_DIGEST_TOKENS",
     "OPTION_NAMES",
+    "REQUIREMENT_TOKENS",
     "DigestStyle",
     "GiveWay",
     "OnSummaryError",
@@ -52,6 +54,9 @@ GiveWay = Literal["value", "oldest"]
 """Which tool results are masked and dropped first (``give_way``)."""
 DEFAULT_DIGEST_TOKENS = 48
 """Tokens a masked tool result keeps of what it said (what it names: errors, paths, symbols)."""
+REQUIREMENT_TOKENS = 64
+"""Tokens a person's message that must give way keeps of what it required (its prohibitions,
+obligations, decisions and instructions, verbatim)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,23 +145,28 @@ def choose_policy(
                                   {"field": "policy"})
         return policy
     options = options or PolicyOptions()
+    people = options.keep_user_turns
     members: list[CompactionPolicy] = [
         DeduplicateResultsPolicy(estimator=stub_estimator),
         ToolResultClipPolicy(options.max_result_tokens,
                              max_result_fraction=options.max_result_share,
                              estimator=stub_estimator),
+        UserMessageClipPolicy(options.max_result_tokens,
+                              max_result_fraction=options.max_result_share,
+                              estimator=stub_estimator),
         ToolResultMaskingPolicy(options.keep_recent_results, digest_tokens=options.digest_tokens,
                                 digest=options.digest, order=options.give_way,
                                 estimator=stub_estimator),
     ]
     if summarizer is not None:
         prompt_id = getattr(summarizer, "prompt_id", None) or DEFAULT_PROMPT_ID
-        members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=options.keep_user_turns))
-    members.append(UserLastDropPolicy(order=options.give_way) if options.keep_user_turns
+        members.append(SpanSummarizingPolicy(prompt_id, user_turns_last=people))
+    members.append(UserLastDropPolicy(order=options.give_way, estimator=stub_estimator,
+                                      requirement_tokens=REQUIREMENT_TOKENS) if people
                    else DropOldestPolicy())
     return FillingPolicy(PolicyChain(members), estimator=stub_estimator,
                          max_result_fraction=options.max_result_share,
-                         max_result_tokens=options.max_result_tokens)
+                         max_result_tokens=options.max_result_tokens, people_first=people)
 
 
 def with_observations(conversion: Conversion[Out], rule: ObservationRule) -> Conversion[Out]:

@@ -105,9 +105,16 @@ class CompactionResult:
 
     @property
     def compacted(self) -> bool:
-        """Whether anything was masked, clipped, summarized or dropped."""
+        """Whether anything was masked, clipped, summarized or dropped, or left out because
+        the provider's compaction covers it."""
+        return self.rewritten or bool(self.covered)
+
+    @property
+    def rewritten(self) -> bool:
+        """Whether cutctx itself masked, clipped, deduplicated, summarized or dropped a turn
+        (not only left out what the provider's compaction covers)."""
         return (any(action.action is not Action.KEEP for action in self.plan.actions)
-                or bool(self.replacements) or bool(self.covered))
+                or bool(self.replacements))
 
     @property
     def tokens_before(self) -> int:

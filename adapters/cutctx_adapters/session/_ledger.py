@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cutctx import REPLACEMENT_KINDS, SummarizationRequest, Transcript, TranscriptTurn
 
 from ..history import KIND_KEY, Conversion, Growing, GrownList, Part
-from ..reports import FATES, TurnFates
+from ..reports import FATES, Source, TurnFates
 
 __all__ = [
     "EMPTY",
@@ -29,6 +29,7 @@ __all__ = [
     "positions_of",
     "project",
     "running_sums",
+    "sources_of",
     "summary_members",
 ]
 
@@ -43,12 +44,24 @@ class Ledger:
     covered_turns: int
     """Turns of the history's conversion the view stands for (a message may be several)."""
     tokens: int
-    """Prompt tokens of the view as rendered at that event (overhead included)."""
+    """Prompt tokens of the view as rendered at that event (overhead included), each summary
+    as long as its plan allows (``unwritten`` says by how much their texts differ)."""
     positions: tuple[int | None, ...] = ()
     """Where each view turn stands in the history's conversion (None: a summary), so that a
     later call finds them without indexing the whole history; empty: look them up by id."""
     members: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Each summary in the view, and the history's turns it stands for (for reports)."""
+    by_provider: tuple[str, ...] = ()
+    """Turns of the history events left out because a provider's compaction covers them
+    (the report's ``covered``)."""
+    compacted: bool = False
+    """Whether the view is cutctx's own compaction: an event masked, clipped, deduplicated,
+    summarized or dropped a turn (False: it only left out what a provider's compaction
+    covers, so the view is the history less that)."""
+    unwritten: int = 0
+    """Tokens the view's summary texts take beyond their stand-ins (0 or less: ``tokens``
+    measures each at the most its plan allows, so where the next events fall never depends
+    on a model's words): added for what a call reports, never for where it compacts."""
 
     @property
     def empty(self) -> bool:
@@ -177,16 +190,20 @@ def summary_members(requests: Iterable[SummarizationRequest],
 
 
 def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
-             members: Members) -> TurnFates:
+             members: Members, covered: Collection[str] = ()) -> TurnFates:
     """The fate of each of ``history``'s turns in ``view`` (a view of it; ``members``: its
-    summaries' turns)."""
+    summaries' turns). What a provider's compaction ``covered`` (left out of what is sent,
+    whether ``view`` holds it or not) is summarized: the provider's compaction summarized it,
+    and the turns a summary of cutctx's among it stands for with it."""
     in_view = {turn.turn_id: turn.metadata.get(KIND_KEY) for turn in view}
-    summarized = {turn_id for summary, ids in members.items() if summary in in_view
-                  for turn_id in ids}
+    left_out = frozenset(covered)
+    summarized = {turn_id for summary, ids in members.items()
+                  if summary in in_view or summary in left_out for turn_id in ids}
+    summarized.update(left_out)
     lists: dict[str, list[str]] = {fate: [] for fate in FATES}
     for turn in history:
         turn_id = turn.turn_id
-        if turn_id in in_view:
+        if turn_id in in_view and turn_id not in left_out:
             kind = in_view[turn_id]  # a replaced turn's kind names its fate; a summary has none
             lists[kind if kind in REPLACEMENT_KINDS else "kept"].append(turn_id)
         elif turn_id in summarized:
@@ -194,3 +211,23 @@ def fates_of(history: Sequence[TranscriptTurn], view: Sequence[TranscriptTurn],
         else:
             lists["dropped"].append(turn_id)
     return TurnFates(**{fate: tuple(ids) for fate, ids in lists.items()})
+
+
+def sources_of(view: Sequence[TranscriptTurn], parts: Mapping[str, Part], members: Members
+               ) -> tuple[Source, ...]:
+    """Where each item rendered from ``view`` comes from, for a format of one item per turn:
+    a kept or replaced turn's own item, or the items a summary's turns came from (``members``).
+    Side turns (instructions, at a negative index) render no item."""
+    out: list[Source] = []
+    for turn in view:
+        part = parts.get(turn.turn_id)
+        kind = turn.metadata.get(KIND_KEY)
+        if part is None or kind == "summary":
+            positions = {parts[member].index for member in members.get(turn.turn_id, ())
+                         if member in parts}
+            out.append(Source("summarized", tuple(sorted(index for index in positions
+                                                         if index >= 0))))
+        elif part.index >= 0:
+            out.append(Source(str(kind) if kind in REPLACEMENT_KINDS else "kept",
+                              (part.index,)))
+    return tuple(out)

@@ -13,8 +13,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from cutctx import REPLACEMENT_KINDS
-
 from ..reports import CallReport, SummaryRecord
 
 __all__ = ["COMPACTION_SPAN", "SUMMARY_SPAN", "current_context", "record_compaction"]
@@ -47,10 +45,9 @@ def current_context() -> object:
 
 
 def compaction_attributes(report: CallReport) -> dict[str, str | int | float | bool]:
-    """A compacting call's figures as span attributes."""
-    fates: dict[str, int] = dict.fromkeys(REPLACEMENT_KINDS, 0)
-    for replacement in report.replacements:
-        fates[replacement.kind] = fates.get(replacement.kind, 0) + 1
+    """A compacting call's figures as span attributes; its turns counted once each, by the
+    fate they meet in what is sent (``report.turns``), so they add up to the history."""
+    fates = report.turns.counts() if report.turns is not None else {}
     compaction = report.compaction
     attributes: dict[str, str | int | float | bool | None] = {
         "gen_ai.provider.name": _PROVIDERS.get(report.format),
@@ -66,6 +63,7 @@ def compaction_attributes(report: CallReport) -> dict[str, str | int | float | b
         "cutctx.items.before": report.items_in,
         "cutctx.items.after": report.items_sent,
         "cutctx.prefix_kept": report.prefix_kept,
+        "cutctx.covered": len(report.covered),
         "cutctx.budget_unmet": report.budget_unmet,
         "cutctx.summarization_fallback": report.summarization_fallback,
         "cutctx.protection_relaxed": report.protection_relaxed,
@@ -78,9 +76,6 @@ def compaction_attributes(report: CallReport) -> dict[str, str | int | float | b
         attributes.update({
             "cutctx.plan_hash": compaction.plan_hash,
             "cutctx.policy": compaction.policy_name,
-            "cutctx.turns.kept": len(compaction.kept_turn_ids),
-            "cutctx.turns.summarized": len(compaction.summarized_turn_ids),
-            "cutctx.turns.dropped": len(compaction.dropped_turn_ids),
             "cutctx.summaries": len(compaction.summary_turn_ids),
         })
     return {key: value for key, value in attributes.items() if value is not None}

@@ -7,13 +7,16 @@ place in the call's history) and then checked whole, by identity or by content
 (``check_prefix``). By content, an item is unchanged when it is sent as before (``sent_alike``:
 ``1``, ``True`` and ``1.0`` apart, keys in their order), whatever mapping class carries it; ``==``
 decides for the very mappings read before, where no edit in place can make them equal but sent
-otherwise (they hold no numbers), unless one only moves a key. Bounded by count and by the bytes
-of text held; safe under threads.
+otherwise (they hold no numbers), unless one only moves a key. Fresh copies of a whole history
+(a service parsing each request's JSON) are compared in C: their ``marshal`` encodings (which
+tell ``1``, ``True`` and ``1.0`` and keys' order apart) against those of the copies read.
+Bounded by count and by the bytes of text held; safe under threads.
 """
 
 from __future__ import annotations
 
 import itertools
+import marshal
 import operator
 import threading
 import weakref
@@ -25,7 +28,7 @@ from ..history import MAX_DEPTH, Growing, GrownList
 from ..settings import PrefixCheck
 from ._known import text_size
 
-__all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused", "sent_alike"]
+__all__ = ["PrefixCheck", "Recent", "RecentHistories", "Reused", "encodings", "sent_alike"]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Recent:
@@ -57,6 +60,8 @@ class Recent:
     a call passes that very list again, the items in it are compared with ``==`` (in C), not as
     sent, so an item replaced there by one Python takes as equal is not seen (see
     ``CompactionSession.check_prefix``)."""
+    encoded: Encodings = field(default_factory=lambda: Encodings())
+    """The plain copies' encodings, made when a call first brings fresh copies of them."""
 
     def extended_by(self, raw: Sequence[Any], check: PrefixCheck
                     ) -> tuple[GrownList[Any], int] | None:
@@ -102,21 +107,91 @@ class Recent:
         """How many leading items of ``raw`` are this history's, unchanged (see ``_same``: a
         mapping sent as its copy, for ``"content"``, so an edit made in place is seen)."""
         count = min(len(raw), len(self.plain))
+        start = self._encoded_alike(raw, count) if check == "content" else 0
+        if start == count:
+            return count
         compared = self.held if check == "identity" else self.plain
-        if (check == "identity" or self.objects == 0) and compared.prefix(count).same_as(
-                raw[:count]):  # equal, compared in C; then as sent where it can differ
+        if not start and (check == "identity" or self.objects == 0) and compared.prefix(
+                count).same_as(raw[:count]):  # equal, compared in C; then as sent where it can
             return count if check == "identity" and raw is self.source else self._first_unlike(
                 raw, count)
-        return next((index for index in range(count) if not self._same(raw[index], index, check)),
-                    count)
+        return next((index for index in range(start, count)
+                     if not self._same(raw[index], index, check)), count)
 
     def _first_unlike(self, raw: Sequence[Any], count: int) -> int:
         """The first of ``raw``'s leading ``count`` items, all equal (``==``) to those read, that
         is not sent as read (``count`` if none): only the items that are not the very ones
         held (rebuilt, reloaded) and, by content, mappings with numbers need comparing."""
-        others = itertools.compress(range(count), map(operator.is_not, raw, self.held))
+        start = self._encoded_alike(raw, count)
+        held, plain = self.held[start:count], self.plain[start:count]
+        others = itertools.compress(range(start, count),
+                                    map(operator.is_not, raw[start:count], held))
         return next((index for index in others
-                     if not sent_alike(raw[index], self.plain[index])), count)
+                     if not sent_alike(raw[index], plain[index - start])), count)
+
+    def _encoded_alike(self, raw: Sequence[Any], count: int) -> int:
+        """How many of ``raw``'s leading ``count`` items encode as the copies read (the rest may
+        still be sent alike); 0 when few are fresh copies, or one cannot be encoded. Compares
+        in C what ``==`` cannot tell apart: ``1``, ``True`` and ``1.0``, and keys' order."""
+        if count < ENCODE_FROM or sum(map(operator.is_not, raw[:count],
+                                          self.held[:count])) < ENCODE_FROM:
+            return 0
+        theirs = self.encoded.upto(self.plain, count)
+        mine = encodings(raw[:count])
+        if theirs is None or mine is None:
+            return 0
+        return next(itertools.compress(itertools.count(), map(operator.ne, mine, theirs)), count)
+
+
+ENCODE_FROM = 64
+"""Items not held as the very objects read, from which a comparison starts by encodings."""
+
+
+def encodings(items: Sequence[Any]) -> list[bytes] | None:
+    """Each item's ``marshal`` encoding (version 0: no references, no interning, so equal values
+    of the same kinds, keys in the same order, encode alike); None if one holds anything but
+    plain data (a mapping or ``str`` subclass: compared as sent instead)."""
+    try:
+        return list(map(marshal.dumps, items, itertools.repeat(0)))
+    except ValueError:
+        return None
+
+
+class Encodings:
+    """The encodings of a history's plain copies, made up to where a call needs them; a later
+    history read on from this one takes them over."""
+
+    def __init__(self, made: GrownList[bytes] | None = None,
+                 ends: GrownList[int] | None = None) -> None:
+        self._made: GrownList[bytes] = made if made is not None else GrownList()
+        self._ends: GrownList[int] = ends if ends is not None else GrownList()
+        """Bytes of the encodings up to each item (for the memory bound)."""
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """Bytes the encodings hold (for the memory bound)."""
+        ends = self._ends
+        return ends[-1] if len(ends) else 0
+
+    def upto(self, plain: GrownList[dict[str, Any]], count: int) -> list[bytes] | None:
+        """The encodings of ``plain``'s first ``count`` items (None if one cannot be encoded)."""
+        with self._lock:
+            made = self._made
+            if len(made) < count:
+                more = encodings(plain[len(made):count])
+                if more is None:
+                    return None
+                before = self.size
+                self._made = made = made.extended(more)
+                self._ends = self._ends.extended(
+                    before + end for end in itertools.accumulate(map(len, more)))
+            return made[:count]
+
+    def taken_over(self, count: int) -> Encodings:
+        """Those of the first ``count`` items, for a history that continues them."""
+        with self._lock:
+            return Encodings(self._made.prefix(count), self._ends.prefix(count))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,14 +297,17 @@ class RecentHistories:
         (one it shares only a part with is another conversation, or an earlier branch)."""
         whole = reused.recent if reused.recent is not None and reused.count == len(
             reused.recent.plain) else None
-        recent = replace(recent, source=reused.source)
+        encoded = (reused.recent.encoded.taken_over(reused.count) if reused.recent is not None
+                   else Encodings())
+        recent = replace(recent, source=reused.source, encoded=encoded)
         with self._lock:
             entries = [entry for entry in self._entries if entry is not whole]
             entries.append(recent)
-            total = sum(entry.size for entry in entries)
+            total = sum(entry.size + entry.encoded.size for entry in entries)
             while len(entries) > 1 and (len(entries) > self._max_entries
                                         or total > self._max_bytes):
-                total -= entries.pop(0).size
+                gone = entries.pop(0)
+                total -= gone.size + gone.encoded.size
             self._entries = entries
 
     def __len__(self) -> int:

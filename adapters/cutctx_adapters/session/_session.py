@@ -12,27 +12,33 @@ comes back. State is keyed by content, bounded, and safe under threads and async
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 from cutctx import (
     BudgetUnsatisfiable,
     CompactionPolicy,
+    SummarizationRequest,
     TokenEstimator,
+    TranscriptTurn,
     ValidationError,
 )
 
-from ..counting import Calibration, calibration_of, check_model, prompt_budget
-from ..fulfil import AnySummarizer, SummaryCheck
+from ..counting import Calibration, CountCache, calibration_of, check_model, prompt_budget
+from ..errors import SummarizationFailed
+from ..fulfil import AnySummarizer, SummaryCheck, asummarize, summarize
 from ..history import (
     Conversion,
     Growing,
     GrownList,
     ObservationRule,
     PinSpec,
+    content_bytes,
     content_key,
     copy_plain,
     covered_turns,
@@ -48,13 +54,15 @@ from ..planning import (
     OnSummaryError,
     Replacement,
     given,
+    length_check,
+    planned,
     resolve_budget,
     start,
     summary_check,
 )
 from ..planning import arun as _arun
 from ..planning import run as _run
-from ..reports import CallReport, Decision, Prepared, TurnFates
+from ..reports import CHANGED, CallReport, Decision, Prepared, TurnFates
 from ..settings import (
     CompactionSettings,
     Counter,
@@ -63,6 +71,7 @@ from ..settings import (
     Setting,
     SettingsKeywords,
     call_budget,
+    check_default_trigger,
     fraction_or_tokens,
     kind_of,
 )
@@ -77,14 +86,19 @@ from ._ledger import (
     positions_of,
     project,
     running_sums,
+    sources_of,
     summary_members,
 )
 from ._recent import Recent, RecentHistories, sent_alike
 from ._summaries import SharedSummaries
 from ._telemetry import observed, tell
 from ._usage import UsageRecords
+from ._writing import Pending, ToWrite, is_summary, to_write, with_stand_ins, with_texts
 
 __all__ = ["CompactionSession", "PrefixCheck"]
+
+_MODELS = 8
+"""Models whose counts a session remembers at once (the least recent goes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +131,11 @@ class _Call:
     the budget is the model's own, and nothing is summarized."""
 
 
+_Sent = tuple[Any, int, tuple[str, ...], Sequence[TranscriptTurn]]
+"""What a call sends: the rendering, its prompt tokens, the turns a provider's compaction
+covers that it leaves out, and the view's turns it was rendered from."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Walked:
     """The ledger after walking a call's history, and what its events did."""
@@ -133,6 +152,8 @@ class _Walked:
     fell_back: bool = False
     """An event planned again without its summaries (a summary failed): what it left is not
     what the history and the store say, so it is sent but not remembered."""
+    pending: Pending = field(default_factory=dict)
+    """The summaries this walk's events planned, still standing in (``_writing``)."""
 
 
 class CompactionSession:
@@ -190,12 +211,16 @@ class CompactionSession:
         self.format = format
         self.model = check_model(model)
         self.settings = CompactionSettings.of(settings, **keywords)
+        if self.trigger is None:  # the default trigger leaves this format's margin
+            check_default_trigger(self.target, format.safety_margin)
         self._known = KnownHistories(self.max_views, self.max_view_bytes)
         self._recents = RecentHistories(self.max_views, self.max_view_bytes)
         store = self.store if self.store is not None else MemoryStore(
             max_entries=max(1, self.summary_cache_size))
         self._summaries = SharedSummaries(store, self.summary_timeout)
         self._usage = UsageRecords(self.store)
+        self._counters: dict[str | None, CountCache] = {}
+        self._counters_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"CompactionSession({self.format.name!r}, model={self.model!r})"
@@ -257,14 +282,14 @@ class CompactionSession:
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.sync
-        steps = self._walk(call)
+        walked = self._walked(call)
         try:
-            job = next(steps)
-            while True:
-                job = steps.send(_run(job, self._shared(call, job, wrap)))
-        except StopIteration as done:
-            walked: _Walked = done.value
-        view = self._view(call, walked)
+            todo, summarizer, check = self._to_write(call, walked, wrap)
+            texts = {item.turn_id: summarize(item.request, item.turns, summarizer, check)
+                     for item in todo}
+        except SummarizationFailed as failure:
+            walked, texts = self._without_summaries(call, failure), {}
+        walked, view = self._settled(call, walked, texts)
         extra = self._over_budget_job(call, walked, view)
         result = None if extra is None else _run(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
@@ -274,17 +299,57 @@ class CompactionSession:
         if isinstance(call, Prepared):
             return call
         wrap = self._summaries.asynchronous
-        steps = self._walk(call)
+        walked = self._walked(call)
         try:
-            job = next(steps)
-            while True:
-                job = steps.send(await _arun(job, self._shared(call, job, wrap)))
-        except StopIteration as done:
-            walked: _Walked = done.value
-        view = self._view(call, walked)
+            todo, summarizer, check = self._to_write(call, walked, wrap)
+            written = await asyncio.gather(*(
+                asummarize(item.request, item.turns, summarizer, check) for item in todo))
+            texts = {item.turn_id: text for item, text in zip(todo, written, strict=True)}
+        except SummarizationFailed as failure:
+            walked, texts = self._without_summaries(call, failure), {}
+        walked, view = self._settled(call, walked, texts)
         extra = self._over_budget_job(call, walked, view)
         result = None if extra is None else await _arun(extra, self._shared(call, extra, wrap))
         return self._prepared(call, walked, view, result)
+
+    def _walked(self, call: _Call, *, summarize: bool = True) -> _Walked:
+        """The walk, each event applied with its summaries standing in (no summarizer is called
+        while it runs: what it keeps is written after)."""
+        steps = self._walk(call, summarize=summarize)
+        try:
+            job = next(steps)
+            while True:
+                job = steps.send(planned(job))
+        except StopIteration as done:
+            walked: _Walked = done.value
+            return walked
+
+    def _to_write(self, call: _Call, walked: _Walked,
+                  wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]
+                  ) -> tuple[list[ToWrite], AnySummarizer, SummaryCheck]:
+        """The summaries the walk's final view keeps that still stand in, the session's
+        summarizer through its store (``wrap``: the sync or async way) and their check."""
+        check = length_check(call.estimator)
+
+        def peek(request: SummarizationRequest, turns: tuple[TranscriptTurn, ...]
+                 ) -> str | None:
+            return self._summaries.peek(request, turns, check)
+
+        todo = (to_write(walked.ledger.view, walked.pending, _known_texts(call), peek)
+                if walked.pending else [])
+        if not todo or self.summarizer is None:  # (a walk plans summaries only with one)
+            return [], _no_summarizer, check
+        return todo, wrap(self.summarizer, check, call.estimator), check
+
+    def _without_summaries(self, call: _Call, failure: SummarizationFailed) -> _Walked:
+        """A summary failed: the walk again without summarizing, sent but not remembered
+        (``on_summary_error="fallback"``; else the failure is raised)."""
+        if self.on_summary_error != "fallback":
+            raise failure
+        walked = self._walked(call, summarize=False)
+        last = None if walked.last is None else replace(walked.last,
+                                                        summarization_fallback=True)
+        return replace(walked, last=last, fell_back=True)
 
     def _shared(self, call: _Call, job: Job,
                 wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]
@@ -309,7 +374,7 @@ class CompactionSession:
         if why_not is not None or fmt.list_key not in request:
             reason = why_not or f"the request has no {fmt.list_key!r}"
             return Prepared(request, CallReport("not_possible", reason, fmt.name, model))
-        estimator = self._usage.estimator(self.estimator or fmt.estimator_for(model), fmt.name,
+        estimator = self._usage.estimator(self.estimator or self._counter(model), fmt.name,
                                           model)
         raw = request[fmt.list_key]
         if isinstance(raw, Iterator):
@@ -370,6 +435,18 @@ class CompactionSession:
                      target, chain, None if found is None else found[1],
                      0 if found is None else found[0], boundaries, sums, read_from, deferred)
 
+    def _counter(self, model: str | None) -> CountCache:
+        """The format's estimator for ``model``, its counts remembered for this session (within
+        ``max_view_bytes`` of text): a process keeps no text of a session."""
+        with self._counters_lock:
+            found = self._counters.get(model)
+            if found is None:
+                if len(self._counters) >= _MODELS:
+                    del self._counters[next(iter(self._counters))]
+                found = self._counters[model] = CountCache(self.format.estimator_for(model),
+                                                           self.max_view_bytes)
+            return found
+
     def _convert(self, items: GrownList[dict[str, Any]], side: Any, estimator: TokenEstimator,
                  continued: Recent | None
                  ) -> tuple[Growing[Any], GrownList[tuple[int, int]], GrownList[int]]:
@@ -413,9 +490,11 @@ class CompactionSession:
 
     # --- the walk: compaction events where the history itself says ---------------------------
 
-    def _walk(self, call: _Call) -> Generator[Job, CompactionResult, _Walked]:
+    def _walk(self, call: _Call, *, summarize: bool = True
+              ) -> Generator[Job, CompactionResult, _Walked]:
         """Measure the view at every point the history could end; compact where it is over the
-        trigger. Resumes after the known state's history: points before it were walked then."""
+        trigger. Resumes after the known state's history: points before it were walked then.
+        Summaries stand in at their planned size (``_writing``)."""
         ledger = call.known.ledger if call.known is not None else EMPTY
         sums = call.sums
         points: Sequence[tuple[int, int]] = call.boundaries
@@ -424,6 +503,7 @@ class CompactionSession:
         points = points[bisect_right(points, (call.known_items, len(sums))):]
         events, last, over, fell_back = 0, None, 0, False
         replaced: list[Replacement] = []
+        pending: dict[str, tuple[SummarizationRequest, tuple[TranscriptTurn, ...]]] = {}
         read: tuple[int, Conversion[Any] | Growing[Any]] | None = call.read_from
         for items, count in points:
             if items <= call.known_items:
@@ -437,7 +517,7 @@ class CompactionSession:
                 continue
             read = (items, conv)
             try:
-                job = self._event(conv, ledger, call)
+                job = self._event(conv, ledger, call, summarize=summarize)
             except BudgetUnsatisfiable:
                 if items == len(call.items) or not call.items:
                     raise
@@ -447,13 +527,19 @@ class CompactionSession:
                       else result.tokens_after)
             ledger = Ledger(result.view.turns, items, count, tokens,
                             positions_of(result.view.turns, conv, ledger),
-                            _members(result, ledger))
+                            _members(result, ledger), (*ledger.by_provider, *result.covered),
+                            ledger.compacted or result.rewritten)
             events, last, over = events + 1, result, total
             fell_back = fell_back or result.summarization_fallback
             replaced.extend(result.replacements)
-        base = call.overhead if ledger.empty else ledger.tokens
+            for request in result.plan.summarization_requests:
+                folded = set(request.turn_ids)
+                pending[request.summary_turn_id] = (request, tuple(
+                    turn for turn in result.conversion.transcript.turns
+                    if turn.turn_id in folded))
+        base = call.overhead if ledger.empty else ledger.tokens + ledger.unwritten
         tokens = base + sums[-1] - sums[ledger.covered_turns]
-        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back)
+        return _Walked(ledger, events, last, tuple(replaced), over, tokens, fell_back, pending)
 
     def _prefix(self, call: _Call, items: int,
                 read: tuple[int, Conversion[Any] | Growing[Any]] | None
@@ -479,37 +565,42 @@ class CompactionSession:
         except ValidationError:
             return None
 
-    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call) -> Job:
-        """Plan one compaction event over the history as earlier events left it: toward the
-        target, protection bending as it must to reach it (unless ``strict``: a compaction
-        landing near the budget would only run again on the next call); when that plan does
-        not fit even the budget, for the whole budget. A session's view is never less fitting
-        than stateless ``compact``'s."""
-        projected = project(conv, ledger)
+    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call, *,
+               summarize: bool = True) -> Job:
+        """Plan one compaction event over the history as earlier events left it (its summaries
+        at their planned size): toward the target, protection bending as it must to reach it
+        (unless ``strict``: a compaction landing near the budget would only run again on the
+        next call); when that plan does not fit even the budget, for the whole budget. A
+        session's view is never less fitting than stateless ``compact``'s."""
+        projected = with_stand_ins(project(conv, ledger), call.estimator)
         try:
-            job = self._start(projected, call.target, call, strict=self.strict)
+            job = self._start(projected, call.target, call, strict=self.strict,
+                              summarize=summarize)
             if job.plan.tokens_after_estimate + call.overhead <= call.budget:
                 return job
         except BudgetUnsatisfiable:
             pass
-        return self._start(projected, call.budget, call, strict=self.strict)
+        return self._start(projected, call.budget, call, strict=self.strict,
+                           summarize=summarize)
 
-    def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool) -> Job:
+    def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool,
+               summarize: bool = True) -> Job:
         options = (self.settings if strict == self.strict
                    else self.settings.chain_options(strict=strict))
         planning = {"estimator": call.estimator,
                     **self.format.planning(conv, call.estimator, call.overhead)}
+        conv = self.format.protect(conv, call.budget - call.overhead)
         return start(conv, resolve_budget(goal, call.overhead, self.keep_recent),
                      policy=self.policy,
-                     summarizer=None if call.deferred is not None else self.summarizer,
+                     summarizer=(self.summarizer if summarize and call.deferred is None
+                                 else None),
                      overhead=call.overhead, result_fields=lambda rendered: {},
                      options=options, drop_covered=self.format.boundary_first,
                      deferred=call.deferred, **planning)
 
     # --- what is sent -------------------------------------------------------------------------
 
-    def _over_budget_job(self, call: _Call, walked: _Walked,
-                         view: tuple[Any, int, tuple[str, ...]]) -> Job | None:
+    def _over_budget_job(self, call: _Call, walked: _Walked, view: _Sent) -> Job | None:
         """A one-off compaction of this call alone when what the walk left measures over the
         budget (estimates of turns appended since the last event ran short); it is not
         remembered, so the view every process derives from the history stays the same. A view
@@ -522,12 +613,36 @@ class CompactionSession:
         except BudgetUnsatisfiable:
             return None
 
-    def _view(self, call: _Call, walked: _Walked) -> tuple[Any, int, tuple[str, ...]]:
-        """The rendering of the walked view, its prompt tokens (as the walk counted them) and
-        the turns a provider's compaction covers that it leaves out."""
+    def _settled(self, call: _Call, walked: _Walked, texts: Mapping[str, str]
+                 ) -> tuple[_Walked, _Sent]:
+        """The walked view with its summaries' texts in place of their stand-ins (``texts``,
+        and those of earlier calls), rendered, and its prompt tokens measured again: the
+        ledger remembers how far the texts are from their planned size (``unwritten``)."""
+        ledger = walked.ledger
+        if not walked.events or not any(is_summary(turn) for turn in ledger.view):
+            return walked, self._view(call, walked)
+        ledger = replace(ledger, view=with_texts(ledger.view, {**_known_texts(call), **texts}))
+        walked = replace(walked, ledger=ledger)
+        rendered, tokens, covered, turns = self._view(call, walked, written=True)
+        measure = self.format.planning(project(call.conv, ledger), call.estimator,
+                                       call.overhead).get("measure")
+        measured = tokens if measure is None else measure(rendered)
+        ledger = replace(ledger, unwritten=measured - tokens)
+        return (replace(walked, ledger=ledger, tokens=measured),
+                (rendered, measured, covered, turns))
+
+    def _view(self, call: _Call, walked: _Walked, *, written: bool = False) -> _Sent:
+        """The rendering of the walked view, its prompt tokens (as the walk counted them), the
+        turns a provider's compaction covers that it leaves out (events' included), and the
+        view's turns. ``written``: its summaries' texts are in the ledger, not in the last
+        event's rendering."""
         ledger, last = walked.ledger, walked.last
         if last is not None and ledger.covered_items == len(call.items) and call.items:
-            return last.rendered, walked.tokens, last.covered
+            if not written:
+                return last.rendered, walked.tokens, ledger.by_provider, last.view.turns
+            projected = project(call.conv, ledger)
+            return (projected.render(projected.transcript), walked.tokens, ledger.by_provider,
+                    projected.transcript.turns)
         projected = project(call.conv, ledger)
         covered: tuple[str, ...] = ()
         tokens = walked.tokens
@@ -536,16 +651,21 @@ class CompactionSession:
             tokens -= sum(turn.token_estimate for turn in projected.transcript.turns
                           if turn.turn_id in covered)
             projected = _uncovered(projected, covered)
-        return projected.render(projected.transcript), tokens, covered
+        turns = projected.transcript.turns
+        return (projected.render(projected.transcript), tokens, (*ledger.by_provider, *covered),
+                turns)
 
-    def _prepared(self, call: _Call, walked: _Walked, view: tuple[Any, int, tuple[str, ...]],
+    def _prepared(self, call: _Call, walked: _Walked, view: _Sent,
                   one_off: CompactionResult | None) -> Prepared:
         fmt = self.format
-        rendered, tokens, covered = view
+        rendered, tokens, covered, turns = view
+        members = dict(walked.ledger.members)
         if one_off is not None:
-            rendered, covered = one_off.rendered, one_off.covered or covered
+            rendered, covered = one_off.rendered, (*walked.ledger.by_provider, *one_off.covered)
             tokens = (one_off.measured_tokens if one_off.measured_tokens is not None
                       else one_off.tokens_after)
+            turns = one_off.view.turns
+            members.update(summary_members(one_off.plan.summarization_requests, members))
         side, items = fmt.split(rendered)
         sent = tuple(items)  # this history's own, key order included: as a fresh worker sends
         if call.chain and not walked.ledger.empty and not walked.fell_back:
@@ -553,23 +673,30 @@ class CompactionSession:
             supersedes = call.chain[call.known_items - 1] if call.known_items else None
             self._known.put(call.chain[-1], known, supersedes)
         request = self._with(call.request, copy_plain(side), copy_plain(list(sent)))
-        decision, reason = self._decision(call, walked, tokens, one_off, covered)
+        reused = _common_prefix(call.known.sent if call.known is not None else None, sent)
+        decision, reason = self._decision(call, walked, tokens, one_off, covered, sent, reused)
         last = one_off or walked.last
         report = CallReport(
             decision, reason, fmt.name, call.model, call.budget, call.trigger, call.target,
-            call.sums[-1] + call.overhead, tokens,
-            _common_prefix(call.known.sent if call.known is not None else None, sent),
+            call.sums[-1] + call.overhead, tokens, reused,
             None if last is None else last.report,
             last is not None and last.summarization_fallback, walked.events + bool(one_off),
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
-            tokens > call.budget, covered, **_figures(call, sent),
-            turns=_turn_fates(call, walked, one_off) if walked.events or one_off else None)
-        return Prepared(request, report)
+            tokens > call.budget, covered, **_figures(call, sent, reused),
+            turns=(_turn_fates(call, walked, one_off, covered) if decision in CHANGED
+                   else None))
+        sources = (sources_of(turns, call.conv.parts, members)
+                   if fmt.one_item_per_turn and isinstance(items, list) else None)
+        return Prepared(request, report, sources)
 
     def _decision(self, call: _Call, walked: _Walked, tokens: int,
-                  one_off: CompactionResult | None, covered: tuple[str, ...]
-                  ) -> tuple[Decision, str]:
+                  one_off: CompactionResult | None, covered: tuple[str, ...],
+                  sent: tuple[dict[str, Any], ...], reused: int) -> tuple[Decision, str]:
+        """What the call did, as true of what is sent: ``appended`` only when the previous
+        request is a byte prefix of this one (``reused``: its items resent unchanged),
+        ``deferred`` only when what is sent is the history less what the provider's latest
+        compaction covers."""
         known = call.known
         appended = len(call.items) - call.known_items
         if known is None:
@@ -580,27 +707,29 @@ class CompactionSession:
             seen = "same history as a known one"
         if covered:
             seen += f"; {len(covered)} turn(s) the latest provider compaction covers left out"
-        if call.deferred is not None and not walked.replacements and all(
-                result is None or result.deferred is not None
-                for result in (walked.last, one_off)):
+        rewritten = walked.ledger.compacted or (one_off is not None and one_off.rewritten)
+        if call.deferred is not None and not rewritten:
             return "deferred", (f"{seen}; {call.deferred}: left to the server while within "
                                 f"the model's own limit; {tokens} tokens <= {call.trigger}")
         if call.deferred is not None:
-            seen += (f"; {call.deferred}, but the history is over the model's own limit: "
-                     "fitted without summaries")
+            seen += (f"; {call.deferred}, but the history went over the model's own limit: "
+                     "the view is cutctx's own compaction, fitted without summaries")
+        earlier = known is not None and not known.ledger.empty
         if walked.events:
-            before = known is not None and not known.ledger.empty
-            decision: Decision = "recompacted" if before else "compacted"
             goal = walked.last.prompt_budget if walked.last else call.target
-            return decision, (f"{seen}; {walked.over} tokens > trigger {call.trigger}, "
-                              f"compacted toward {goal} ({walked.events} event(s)); "
-                              f"{tokens} tokens sent")
-        if known is None and covered:  # the request was changed: never reported unchanged
-            return "compacted", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
-        if known is None:
-            return "unchanged", f"{seen}; {tokens} tokens <= trigger {call.trigger}"
-        return ("appended" if appended else "reused"), (
-            f"{seen}; earlier view reused; {tokens} tokens <= trigger {call.trigger}")
+            return ("recompacted" if earlier else "compacted"), (
+                f"{seen}; {walked.over} tokens > trigger {call.trigger}, compacted toward "
+                f"{goal} ({walked.events} event(s)); {tokens} tokens sent")
+        if one_off is not None:
+            return ("recompacted" if earlier else "compacted"), (
+                f"{seen}; the view measured over the budget {call.budget}: compacted for this "
+                f"call alone (not remembered); {tokens} tokens sent")
+        within = f"{tokens} tokens <= trigger {call.trigger}"
+        if known is None:  # a view of the history changed only by leaving out what is covered
+            return ("compacted" if covered else "unchanged"), f"{seen}; {within}"
+        if reused < len(known.sent):
+            return "recompacted", f"{seen}; {_changed(known.sent, sent, reused)}; {within}"
+        return ("appended" if appended else "reused"), f"{seen}; earlier view reused; {within}"
 
     def _with(self, request: Mapping[str, Any], side: Any, items: Any) -> dict[str, Any]:
         out = dict(request)
@@ -612,16 +741,29 @@ class CompactionSession:
         return out
 
 
-def _figures(call: _Call, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The report's item counts, the share of the previous view sent again, and what the
-    counts are for."""
+def _figures(call: _Call, sent: Sequence[dict[str, Any]], reused: int) -> dict[str, Any]:
+    """The report's item counts, the share of the previous view sent again (``reused``: its
+    items resent unchanged), and what the counts are for."""
     before = call.known.sent if call.known is not None else None
-    kept = (None if not before else _common_prefix(before, sent) / len(before))
+    kept = None if not before else reused / len(before)
     estimator = call.estimator
     counted_with = call.model or getattr(estimator, "encoding_name", None) or type(
         estimator).__name__
     return {"items_in": len(call.items), "items_sent": len(sent), "prefix_kept": kept,
             "counted_with": counted_with, "calibration": calibration_of(estimator)}
+
+
+def _changed(before: Sequence[dict[str, Any]], sent: Sequence[dict[str, Any]],
+             reused: int) -> str:
+    """Why the view sent before (``before``) is no byte prefix of ``sent`` (only its first
+    ``reused`` items are), though no event compacted anything: the history's keys are in
+    another order than the earlier view's (what is sent keeps the history's own), or the view
+    renders differently with what was appended."""
+    if content_bytes(list(before)) == content_bytes(list(sent[:len(before)])):
+        why = "the earlier view's items with their keys in this history's order"
+    else:
+        why = "the earlier view renders differently with what was appended"
+    return f"{why}: {reused} of its {len(before)} item(s) resent unchanged"
 
 
 def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
@@ -634,6 +776,18 @@ def _reads_on(recent: Recent, reused: int, reading: tuple[Any, ...]) -> bool:
             and recent.reading[0] == side)
 
 
+def _no_summarizer(request: SummarizationRequest, turns: Sequence[TranscriptTurn]) -> str:
+    """Stands where no summary is to be written (never called)."""
+    raise AssertionError("no summary was to be written")
+
+
+def _known_texts(call: _Call) -> dict[str, str]:
+    """The texts of the summaries the known state's view holds (written by earlier calls)."""
+    if call.known is None:
+        return {}
+    return {turn.turn_id: turn.content for turn in call.known.ledger.view if is_summary(turn)}
+
+
 def _members(result: CompactionResult, before: Ledger) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The summaries of ``result``'s view and the history's turns each stands for."""
     earlier = dict(before.members)
@@ -643,8 +797,10 @@ def _members(result: CompactionResult, before: Ledger) -> tuple[tuple[str, tuple
                  if summary in in_view)
 
 
-def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None) -> TurnFates:
-    """The fate of every turn of the call's history in what is sent."""
+def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None,
+                covered: tuple[str, ...]) -> TurnFates:
+    """The fate of every turn of the call's history in what is sent (``covered``: left out,
+    as a provider's compaction covers them)."""
     ledger = walked.ledger
     members = dict(ledger.members)
     if one_off is not None:
@@ -652,7 +808,7 @@ def _turn_fates(call: _Call, walked: _Walked, one_off: CompactionResult | None) 
         view: Sequence[Any] = one_off.view.turns
     else:
         view = project(call.conv, ledger).transcript.turns
-    return fates_of(call.conv.turns, view, members)
+    return fates_of(call.conv.turns, view, members, covered)
 
 
 def walked_texts(ledger: Ledger) -> list[str]:

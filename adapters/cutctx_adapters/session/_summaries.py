@@ -21,7 +21,7 @@ from cutctx import SummarizationRequest, TokenEstimator, TranscriptTurn
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCheck
 from ..history import span_key
-from ..stores import Store, aproduce_once, produce_once
+from ..stores import Store, aproduce_once, peek, produce_once
 from ._telemetry import current
 
 __all__ = ["SharedSummaries"]
@@ -80,6 +80,13 @@ class SharedSummaries:
     def __init__(self, store: Store, timeout: float) -> None:
         self.store = store
         self.timeout = timeout
+
+    def peek(self, request: SummarizationRequest, turns: Sequence[TranscriptTurn],
+             check: SummaryCheck) -> str | None:
+        """The stored summary of ``turns`` if there is a usable one (nothing is produced)."""
+        answer = _Answer(request, check)
+        value = peek(self.store, _NAMESPACE + span_key(request, turns), accept=answer.usable)
+        return None if value is None else value.decode("utf-8")
 
     def sync(self, summarizer: AnySummarizer, check: SummaryCheck,
              estimator: TokenEstimator) -> AnySummarizer:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from cutctx import SummarizationRequest, TranscriptTurn
 
-from ..reports import NOTIFIED, CallReport, SummaryRecord
+from ..reports import CHANGED, NOTIFIED, CallReport, SummaryRecord
 from ..settings import CompactionSettings
 from . import _otel
 
@@ -115,7 +115,7 @@ def tell(settings: CompactionSettings, report: CallReport, stats: CallStats) -> 
     ``on_compaction`` for a changed (or unchangeable) request, one log record per compaction
     and, with OpenTelemetry configured, a span per compaction and per summary request."""
     report = stats.figures(report)
-    if report.decision in ("compacted", "recompacted"):
+    if report.decision in CHANGED:
         level = logging.WARNING if report.budget_unmet else logging.INFO
         if LOGGER.isEnabledFor(level):
             LOGGER.log(level, "cutctx: %s", report)

@@ -12,7 +12,7 @@ write state that is only an optimization, carrying on without a store that fails
 from ..errors import StoreTimeout, StoreUnavailable
 from ._base import AsyncStore, Store, StoreWarning
 from ._outages import is_down
-from ._produce import aproduce_once, produce_once
+from ._produce import aproduce_once, peek, produce_once
 from ._quiet import aget_quietly, aput_quietly, get_quietly, put_quietly
 from .memory import MemoryStore
 from .prefixed import PrefixedStore
@@ -34,6 +34,7 @@ __all__ = [
     "aput_quietly",
     "get_quietly",
     "is_down",
+    "peek",
     "produce_once",
     "put_quietly",
 ]

@@ -32,7 +32,7 @@ from ._base import (
 )
 from ._outages import DEFAULT_BACKOFF, answered, failed, may_try
 
-__all__ = ["aproduce_once", "produce_once"]
+__all__ = ["aproduce_once", "peek", "produce_once"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,31 @@ async def aproduce_once(store: Store, key: str,
             else:
                 step = _resume(steps, value)
         return step.value
+
+
+def peek(store: Store, key: str, *, accept: Accept | None = None,
+         backoff: float = DEFAULT_BACKOFF) -> bytes | None:
+    """The value at ``key`` if one is there (and ``accept``-ed), without claiming or producing
+    it; None as well while the store is down (a failure marks it down, as ``produce_once``
+    does).
+
+    >>> from cutctx_adapters.stores import MemoryStore
+    >>> store = MemoryStore()
+    >>> peek(store, "summary:ab12"), produce_once(store, "summary:ab12", lambda: b"text")
+    (None, b'text')
+    >>> peek(store, "summary:ab12")
+    b'text'
+    """
+    check_key(key)
+    if not may_try(store):
+        return None
+    try:
+        value = _accepted(store.get(key), accept)
+    except StoreUnavailable:
+        _down(store, check_seconds(backoff, "backoff"))
+        return None
+    answered(store)
+    return value
 
 
 def _call(store: Store, call: _StoreCall) -> object:

@@ -63,6 +63,7 @@ ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.ex
     WHERE cutctx_claims.expires_at <= ?
 """
 _CHUNK = 500  # keys per SELECT, well under SQLite's limit on bound parameters
+_BUSY = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED: another connection holds the file, for now
 
 # A forked child must neither use nor close its parent's connection (closing could checkpoint
 # the parent's WAL): the child keeps it here, untouched, and opens its own.
@@ -71,7 +72,9 @@ _STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 
 class SQLiteStore(ThreadTwins):
-    """Values and claims in an SQLite file at ``path`` (its directory must exist).
+    """Values and claims in an SQLite file at ``path`` (its directory must exist). The file is
+    opened when the store is made: a path that cannot hold it is a ``ValidationError`` then,
+    not an outage later.
 
     Past ``max_entries`` or ``max_bytes`` (keys plus values) the oldest-written values are
     evicted; a value larger than ``max_bytes`` on its own is not stored. Expired values are
@@ -91,6 +94,7 @@ class SQLiteStore(ThreadTwins):
         self._connection: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
+        self._open_now()
         _STORES.add(self)
 
     def __repr__(self) -> str:
@@ -187,6 +191,21 @@ class SQLiteStore(ThreadTwins):
             self._connection = db
         return self._connection
 
+    def _open_now(self) -> None:
+        """Open (and set up) the file while the store is made, so a path that cannot hold it
+        (no place for files, not a database, a full device) is refused with its cause; a file
+        another process holds locked is an outage, met on first use instead."""
+        try:
+            with self._lock:
+                self._connect()
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY:
+                return
+            name = getattr(exc, "sqlite_errorname", type(exc).__name__)
+            raise ValidationError(
+                f"SQLiteStore cannot use {self.path!r}: {exc} ({name})",
+                {"rule": "store_database", "path": self.path, "cause": name}) from exc
+
     def _after_fork(self) -> None:
         """In a forked child: put the parent's connection aside and start with a fresh lock."""
         if self._connection is not None:
@@ -225,9 +244,11 @@ def _file_path(path: object) -> str:
     if Path(text).is_dir():
         raise ValidationError("SQLiteStore's path is a directory; give a file inside it",
                               {"rule": "store_path"})
-    if not Path(text).absolute().parent.is_dir():
-        raise ValidationError("SQLiteStore's directory does not exist (create it first)",
-                              {"rule": "store_directory"})
+    directory = Path(text).absolute().parent
+    if not directory.is_dir():
+        raise ValidationError(f"SQLiteStore's directory {str(directory)!r} does not exist "
+                              "(create it first)", {"rule": "store_directory",
+                                                    "directory": str(directory)})
     return text
 
 
