@@ -222,16 +222,23 @@ def test_checking_items_by_identity_sends_what_checking_contents_sends(
         steps: list[tuple[float, str, float]]) -> None:
     """A session that takes items it read before as unchanged while they are the same objects
     (``check_prefix="identity"``) sends, call after call, the bytes a session comparing their
-    contents sends, and a cold one, whatever the caller does short of editing an item in place:
-    append, roll back, branch, replace an earlier item with a new one, send fresh copies."""
+    contents sends, whatever the caller does short of editing an item in place: append, roll
+    back, branch, replace an earlier item with a new one, send fresh copies; and, while the
+    calls only go forward, what a cold session sharing their store sends. (After a roll back
+    the store may hold a summary the walk of a history already answered folded unwritten: a
+    warm session keeps its answer, a cold one reads the stored summary: README, workers.)"""
     fmt, build, _ = FORMATS[name]
     run = build(seed, rounds)
     calls = run.calls()
     store = MemoryStore()  # the summaries they send are the ones the store holds
     by_identity = make(fmt, summarize, check_prefix="identity", store=store)
     by_content = make(fmt, summarize, store=store)
+    forward, furthest = True, 0
     for where, change, at in steps:
-        items = calls[int(where * (len(calls) - 1))]
+        number = int(where * (len(calls) - 1))
+        forward = forward and number >= furthest and change != "replaced"
+        furthest = max(furthest, number)
+        items = calls[number]
         if change == "replaced" and items:
             items = list(items)
             index = int(at * (len(items) - 1))
@@ -245,8 +252,9 @@ def test_checking_items_by_identity_sends_what_checking_contents_sends(
                 with pytest.raises(ValidationError):
                     send(compactor, fmt, run, items)
             continue
-        assert body(send(by_identity, fmt, run, items)) == expected
-        assert body(send(by_content, fmt, run, items)) == expected
+        sent = body(send(by_identity, fmt, run, items))
+        assert sent == body(send(by_content, fmt, run, items))
+        assert sent == expected or not forward
 
 
 @pytest.mark.parametrize("name", FORMATS)
