@@ -87,12 +87,14 @@ GATEWAYS: list[tuple[str, int | None]] = [
     ("bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", 200_000),
     ("vertex_ai/claude-sonnet-4-5@20250929", 200_000),
     ("vertex_ai/claude-opus-4-1@20250805", 200_000),
+    ("google/gemini-3-flash-preview", 1_048_576),
+    ("google/gemini-2.5-pro", 1_048_576),
+    ("vertex_ai/gemini-2.5-flash", 1_048_576),
 ]
 UNKNOWN = [
     "my-gpt4o-deployment",  # an Azure OpenAI deployment names no model
     "azure/prod-chat",
     "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6",
-    "google/gemini-3-flash-preview",
     "meta.llama3-70b-instruct-v1:0",
     "openai.gpt-oss-120b-1:0",
 ]
