@@ -36,7 +36,6 @@ __all__ = [
     "original_figures",
     "replaced_metadata",
     "replaced_text",
-    "source_ranges",
     "text_sha256",
 ]
 

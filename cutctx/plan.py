@@ -13,11 +13,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._canonical import dumps_normalized, sha256_text
 from ._invariants import validate_plan
+from ._structure import Structure, require_satisfiable
 from .actions import Action, SummarizationRequest, TurnAction, keep_actions
 from .errors import ValidationError
 from .transcript import CompactionBudget, Transcript
 
-__all__ = ["CompactionPlan", "CompactionPolicy", "build_plan", "keep_all"]
+__all__ = ["CompactionPlan", "CompactionPolicy", "build_plan", "keep_all", "opening"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,3 +182,13 @@ class CompactionPolicy(Protocol):
     def version(self) -> str: ...
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan: ...
+
+
+def opening(transcript: Transcript, budget: CompactionBudget
+            ) -> tuple[Structure, list[TurnAction]]:
+    """Where a policy's ``decide`` starts: the transcript's structure under ``budget``, checked
+    satisfiable (``BudgetUnsatisfiable`` when the untouchable turns alone exceed it), and a KEEP
+    action for every turn."""
+    structure = Structure.of(transcript, budget)
+    require_satisfiable(budget, structure)
+    return structure, keep_all(transcript)

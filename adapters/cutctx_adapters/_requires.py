@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from importlib import import_module
+from typing import Any
 
-__all__ = ["require"]
+__all__ = ["imported_when_used", "require"]
 
 
 def require(module: str, extra: str) -> None:
@@ -26,3 +29,17 @@ def require(module: str, extra: str) -> None:
             f"cutctx_adapters needs the '{module}' package for this: "
             f"pip install 'cutctx[{extra}]'"
         )
+
+
+def imported_when_used(package: str, names: Mapping[str, str], needs: Sequence[str],
+                       extra: str) -> Callable[[str], Any]:
+    """A package's ``__getattr__``: each of ``names`` imported from its module in ``package``
+    when first used, once ``needs`` are found installed (else the error naming ``extra``)."""
+    def attribute(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        for module in needs:
+            require(module, extra)
+        return getattr(import_module(f"{package}.{names[name]}"), name)
+
+    return attribute

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypedDict, Unpack
 
 from cutctx import (
     CompactionPlan,
@@ -22,8 +22,8 @@ from cutctx import (
 from .errors import SummarizationFailed, SummaryRejected
 from .history import span_key
 
-__all__ = ["AnySummarizer", "AsyncSummarizer", "Summarizer", "SummaryCheck", "afulfil",
-           "asummarize", "fulfil", "span_key", "summarize"]
+__all__ = ["AnySummarizer", "AsyncSummarizer", "FulfilOptions", "Summarizer", "SummaryCheck",
+           "afulfil", "asummarize", "fulfil", "span_key", "summarize"]
 
 Summarizer: TypeAlias = Callable[[SummarizationRequest, Sequence[TranscriptTurn]], str]
 """A function that writes one summary: given the plan's request (its prompt id and target
@@ -95,55 +95,56 @@ def _checked(request: SummarizationRequest, text: Any, check: SummaryCheck | Non
     return text
 
 
-def fulfil(
-    plan: CompactionPlan,
-    transcript: Transcript,
-    summarizer: AnySummarizer,
-    *,
-    cache: SummaryCache | None = None,
-    check: SummaryCheck | None = None,
-) -> dict[str, str]:
-    """The ``summaries`` mapping for ``CompactionExecutor.apply``, one request at a time.
+class FulfilOptions(TypedDict, total=False):
+    """What ``fulfil`` and ``afulfil`` take besides the plan: ``cache`` (keyed by span content)
+    makes a span already summarized cost nothing; ``check`` vets each new summary (its length,
+    say) before it is used or cached."""
 
-    ``cache`` (keyed by span content) makes a span already summarized cost nothing; ``check``
-    vets each new summary (its length, say) before it is used or cached.
-    """
+    cache: SummaryCache | None
+    check: SummaryCheck | None
+
+
+def _looked_up(request: SummarizationRequest, transcript: Transcript,
+               cache: SummaryCache | None) -> tuple[list[TranscriptTurn], str, str | None]:
+    """The span's turns, its cache key, and its summary when the cache has one (one read: an
+    entry evicted in between cannot be half-seen)."""
+    turns = _turns_for(request, transcript)
+    key = span_key(request, turns)
+    return turns, key, None if cache is None else cache.get(key)
+
+
+def _kept(cache: SummaryCache | None, key: str, text: str) -> str:
+    if cache is not None:
+        cache[key] = text
+    return text
+
+
+def fulfil(plan: CompactionPlan, transcript: Transcript, summarizer: AnySummarizer,
+           **options: Unpack[FulfilOptions]) -> dict[str, str]:
+    """The ``summaries`` mapping for ``CompactionExecutor.apply``, one request at a time
+    (``FulfilOptions``: a cache, a check)."""
+    cache, check = options.get("cache"), options.get("check")
     _check_arguments(plan, transcript, cache)
     summaries: dict[str, str] = {}
     for request in plan.summarization_requests:
-        turns = _turns_for(request, transcript)
-        key = span_key(request, turns)
-        cached = None if cache is None else cache.get(key)
-        if cached is not None:  # one read: an entry evicted in between cannot be half-seen
-            summaries[request.group_id] = cached
-            continue
-        summaries[request.group_id] = summarize(request, turns, summarizer, check)
-        if cache is not None:
-            cache[key] = summaries[request.group_id]
+        turns, key, cached = _looked_up(request, transcript, cache)
+        summaries[request.group_id] = cached if cached is not None else _kept(
+            cache, key, summarize(request, turns, summarizer, check))
     return summaries
 
 
-async def afulfil(
-    plan: CompactionPlan,
-    transcript: Transcript,
-    summarizer: AnySummarizer,
-    *,
-    cache: SummaryCache | None = None,
-    check: SummaryCheck | None = None,
-) -> dict[str, str]:
+async def afulfil(plan: CompactionPlan, transcript: Transcript, summarizer: AnySummarizer,
+                  **options: Unpack[FulfilOptions]) -> dict[str, str]:
     """Like ``fulfil``, running independent requests concurrently; sync summarizers work too."""
+    cache, check = options.get("cache"), options.get("check")
     _check_arguments(plan, transcript, cache)
 
     async def one(request: SummarizationRequest) -> tuple[str, str]:
-        turns = _turns_for(request, transcript)
-        key = span_key(request, turns)
-        cached = None if cache is None else cache.get(key)
+        turns, key, cached = _looked_up(request, transcript, cache)
         if cached is not None:
             return request.group_id, cached
-        checked = await asummarize(request, turns, summarizer, check)
-        if cache is not None:
-            cache[key] = checked
-        return request.group_id, checked
+        return request.group_id, _kept(cache, key,
+                                       await asummarize(request, turns, summarizer, check))
 
     results = await asyncio.gather(*(one(r) for r in plan.summarization_requests))
     return dict(results)

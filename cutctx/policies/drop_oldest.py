@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .._structure import Structure, require_satisfiable
 from ..actions import Action, TurnAction
-from ..plan import CompactionPlan, build_plan, keep_all
+from ..plan import CompactionPlan, build_plan, opening
 from ..transcript import CompactionBudget, Transcript
 
 __all__ = ["DropOldestPolicy"]
@@ -21,9 +20,7 @@ class DropOldestPolicy:
     version = "1.0.0"
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
-        actions = keep_all(transcript)
+        structure, actions = opening(transcript, budget)
         turns = transcript.turns
         total = transcript.token_estimate()
         for index, members in enumerate(structure.exchanges):

@@ -6,11 +6,10 @@ from math import ceil
 
 from .._canonical import sha256_of
 from .._checks import require_int, require_text
-from .._structure import Structure, require_satisfiable
 from ..actions import Action, TurnAction, TurnReplacement
 from ..errors import ValidationError
 from ..estimator import CharRatioEstimator, TokenEstimator
-from ..plan import CompactionPlan, build_plan, keep_all
+from ..plan import CompactionPlan, build_plan, opening
 from ..transcript import CompactionBudget, Role, Transcript, TranscriptTurn
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ObservationMaskingPolicy"]
@@ -48,9 +47,7 @@ class ObservationMaskingPolicy:
                 f"sha256:{sha256_of(turn.content)})")
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
-        actions = keep_all(transcript)
+        structure, actions = opening(transcript, budget)
         turns = transcript.turns
         tool = Role.TOOL
         tool_positions = [p for p, turn in enumerate(turns) if turn.role is tool]

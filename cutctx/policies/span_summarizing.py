@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from .._checks import require_int, require_ratio, require_text
 from .._replaced import is_person
-from .._structure import Structure, require_satisfiable, turn_id_set
+from .._structure import Structure, turn_id_set
 from ..actions import SUMMARY_TURN_ID_PREFIX, Action, SummarizationRequest, TurnAction
 from ..errors import ValidationError
-from ..plan import CompactionPlan, build_plan, keep_all
+from ..plan import CompactionPlan, build_plan, opening
 from ..transcript import CompactionBudget, Transcript
 from .summarizing import group_id_for, summary_spans
 
@@ -66,9 +66,7 @@ class SpanSummarizingPolicy:
         return max(1, round(tokens * self.target_ratio))
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
-        actions = keep_all(transcript)
+        structure, actions = opening(transcript, budget)
         turns = transcript.turns
         need = transcript.token_estimate() - budget.max_tokens
         folds: list[_Fold] = []

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from .._canonical import sha256_of
 from .._checks import require_int, require_ratio, require_text
-from .._structure import Structure, require_satisfiable, turn_id_set
+from .._structure import Structure, turn_id_set
 from ..actions import SUMMARY_TURN_ID_PREFIX, Action, SummarizationRequest, TurnAction
-from ..plan import CompactionPlan, build_plan, keep_all
+from ..plan import CompactionPlan, build_plan, opening
 from ..transcript import CompactionBudget, Transcript
 
 __all__ = ["GROUP_ID_PREFIX", "SummarizingPolicy", "group_id_for", "summary_spans"]
@@ -82,9 +82,7 @@ class SummarizingPolicy:
         self.min_span_turns = require_int(min_span_turns, "min_span_turns", minimum=1)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
-        actions = keep_all(transcript)
+        structure, actions = opening(transcript, budget)
         requests: list[SummarizationRequest] = []
         if transcript.token_estimate() > budget.max_tokens:
             turns = transcript.turns

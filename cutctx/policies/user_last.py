@@ -6,7 +6,7 @@ from .._checks import require_int
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import KIND_KEY, is_person, is_result, original_figures, replaced_text
 from .._requirements import requirement_ranges
-from .._structure import Structure, require_satisfiable
+from .._structure import Structure
 from ..actions import (
     REPLACEMENT_KIND,
     SUMMARY_TURN_ID_PREFIX,
@@ -16,7 +16,7 @@ from ..actions import (
 )
 from ..errors import ValidationError
 from ..estimator import TokenEstimator
-from ..plan import CompactionPlan, build_plan, keep_all
+from ..plan import CompactionPlan, build_plan, opening
 from ..transcript import CompactionBudget, Transcript, TranscriptTurn
 from ._replacing import chosen_estimator
 
@@ -64,9 +64,7 @@ class UserLastDropPolicy:
         self.estimator, _ = chosen_estimator(estimator)
 
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        structure = Structure.of(transcript, budget)
-        require_satisfiable(budget, structure)
-        actions = keep_all(transcript)
+        structure, actions = opening(transcript, budget)
         turns = transcript.turns
         total = transcript.token_estimate()
         if total > budget.max_tokens:

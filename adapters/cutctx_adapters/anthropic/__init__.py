@@ -8,10 +8,9 @@ read and stub server-tool result blocks as ``messages`` does (for the framework 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._requires import require
+from .._requires import imported_when_used
 from . import messages
 from ._server_tools import maskable as server_result_maskable
 from ._server_tools import result_text as server_result_text
@@ -27,10 +26,4 @@ __all__ = ["AnthropicSummarizer", "CompactingAnthropic", "messages", "server_res
 _NEEDS_SDK = {"CompactingAnthropic": "client", "AnthropicSummarizer": "summarizer"}
 
 
-def __getattr__(name: str) -> Any:
-    """The SDK's wrapper and summarizer, imported when first used."""
-    if name in _NEEDS_SDK:
-        require("anthropic", "anthropic")
-        require("tiktoken", "anthropic")
-        return getattr(import_module(f"{__name__}.{_NEEDS_SDK[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = imported_when_used(__name__, _NEEDS_SDK, ("anthropic", "tiktoken"), "anthropic")

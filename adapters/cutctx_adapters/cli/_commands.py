@@ -55,10 +55,7 @@ def inspect(args: argparse.Namespace) -> int:
     rows = plan_rows(job.conversion, plan)
     if args.json:
         _print_json({
-            "file": doc.source,
-            "format": doc.format.name,
-            "detected_by": doc.reason,
-            "model": model,
+            **_about(doc, model),
             "budget": budget.to_dict(),
             "overhead_tokens": job.overhead,
             "tokens_before": plan.tokens_before + job.overhead,
@@ -89,10 +86,7 @@ def count(args: argparse.Namespace) -> int:
     history = sum(row.tokens for row in rows)
     if args.json:
         _print_json({
-            "file": doc.source,
-            "format": doc.format.name,
-            "detected_by": doc.reason,
-            "model": model,
+            **_about(doc, model),
             "turns": [{"where": row.where, "turn_id": row.turn_id, "role": row.role,
                        "tool": row.tool, "tokens": row.tokens} for row in rows],
             "history_tokens": history,
@@ -199,6 +193,12 @@ def _compact_summary(doc: Document, output: str, budget: Budget,
     console = make_console(stderr=output == "-")
     console.print(line, soft_wrap=True)
     console.print(f"plan {report['plan_hash']}", style="dim")
+
+
+def _about(doc: Document, model: str | None) -> dict[str, Any]:
+    """What every JSON answer says first: the file, its format, how it was told, the model."""
+    return {"file": doc.source, "format": doc.format.name, "detected_by": doc.reason,
+            "model": model}
 
 
 def _print_json(data: Any, *, stderr: bool = False) -> None:

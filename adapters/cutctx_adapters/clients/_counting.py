@@ -85,48 +85,49 @@ def _steps(count: Count, counts: ExactCounts) -> _Steps:
 def prepare_counted(session: CompactionSession, request: Mapping[str, Any], count: Count,
                     counts: ExactCounts) -> Prepared:
     """``session.prepare(request)``, checked against an exact count near the limits."""
+    def answer(kind: str, value: Any) -> Any:
+        if kind == "prepare":
+            return session.prepare(request)
+        if kind == "observe":
+            return session.observe_usage(*value, exact=True)
+        try:
+            return count(**value)
+        except Exception:  # any failure or refusal: the estimate stands
+            return None
+
     steps = _steps(count, counts)
-    answer: Any = None
-    try:
-        step = next(steps)
-        while True:
-            kind, value = step
-            if kind == "prepare":
-                answer = session.prepare(request)
-            elif kind == "count":
-                try:
-                    answer = count(**value)
-                except Exception:  # any failure or refusal: the estimate stands
-                    answer = None
-            else:
-                answer = session.observe_usage(*value, exact=True)
-            step = steps.send(answer)
-    except StopIteration as done:
-        result: Prepared = done.value
-        return result
+    step = _advanced(steps, None)
+    while not isinstance(step, Prepared):
+        step = _advanced(steps, answer(*step))
+    return step
 
 
 async def aprepare_counted(session: CompactionSession, request: Mapping[str, Any],
                            count: Count, counts: ExactCounts) -> Prepared:
     """``prepare_counted`` awaiting the session, the endpoint and the store."""
+    async def answer(kind: str, value: Any) -> Any:
+        if kind == "prepare":
+            return await session.aprepare(request)
+        if kind == "observe":
+            return await session.aobserve_usage(*value, exact=True)
+        try:
+            counted = count(**value)
+            return await counted if inspect.isawaitable(counted) else counted
+        except Exception:  # any failure or refusal: the estimate stands
+            return None
+
     steps = _steps(count, counts)
-    answer: Any = None
+    step = _advanced(steps, None)
+    while not isinstance(step, Prepared):
+        step = _advanced(steps, await answer(*step))
+    return step
+
+
+def _advanced(steps: _Steps, answered: Any
+              ) -> tuple[str, Any] | Prepared:
+    """The flow's next step, given the answer to the last one, or the request it ends with."""
     try:
-        step = next(steps)
-        while True:
-            kind, value = step
-            if kind == "prepare":
-                answer = await session.aprepare(request)
-            elif kind == "count":
-                try:
-                    answer = count(**value)
-                    if inspect.isawaitable(answer):
-                        answer = await answer
-                except Exception:  # any failure or refusal: the estimate stands
-                    answer = None
-            else:
-                answer = await session.aobserve_usage(*value, exact=True)
-            step = steps.send(answer)
+        return steps.send(answered)
     except StopIteration as done:
         result: Prepared = done.value
         return result

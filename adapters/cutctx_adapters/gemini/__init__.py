@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._requires import require
+from .._requires import imported_when_used
 from . import contents
 
 if TYPE_CHECKING:
@@ -22,10 +21,4 @@ __all__ = ["CompactingGenAI", "GeminiSummarizer", "contents"]
 _NEEDS_SDK = {"CompactingGenAI": "client", "GeminiSummarizer": "summarizer"}
 
 
-def __getattr__(name: str) -> Any:
-    """The SDK's wrapper and summarizer, imported when first used."""
-    if name in _NEEDS_SDK:
-        require("google.genai", "gemini")
-        require("tiktoken", "gemini")
-        return getattr(import_module(f"{__name__}.{_NEEDS_SDK[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = imported_when_used(__name__, _NEEDS_SDK, ("google.genai", "tiktoken"), "gemini")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .._requires import require
+from .._requires import imported_when_used, require
 from . import chat
 
 if TYPE_CHECKING:
@@ -23,13 +23,12 @@ __all__ = ["CompactingOpenAI", "OpenAISummarizer", "chat", "responses"]
 _NEEDS_SDK = {"CompactingOpenAI": "client", "OpenAISummarizer": "summarizer"}
 
 
+_sdk_names = imported_when_used(__name__, _NEEDS_SDK, ("openai", "tiktoken"), "openai")
+
+
 def __getattr__(name: str) -> Any:
     """The SDK's wrapper and summarizer, and ``responses``, imported when first used."""
     if name == "responses":
         require("tiktoken", "openai")
         return import_module(f"{__name__}.responses")
-    if name in _NEEDS_SDK:
-        require("openai", "openai")
-        require("tiktoken", "openai")
-        return getattr(import_module(f"{__name__}.{_NEEDS_SDK[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _sdk_names(name)

@@ -36,13 +36,7 @@ from ..history import (
     plain_tools,
     string_field,
 )
-from ..settings import (
-    CompactKeywords,
-    PlanKeywords,
-    goal_of,
-    settings_of,
-    started,
-)
+from ..settings import CompactKeywords, PlanKeywords, goal_of, settings_of, started
 from ._shared import NO_COUNT, OpenAICodec, content_text, plain_items
 from ._tokens import REPLY_PRIMING_TOKENS, message_tokens, tools_tokens
 

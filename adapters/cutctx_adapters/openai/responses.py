@@ -31,13 +31,7 @@ from ..history import (
     plain_tools,
     string_field,
 )
-from ..settings import (
-    CompactKeywords,
-    PlanKeywords,
-    goal_of,
-    settings_of,
-    started,
-)
+from ..settings import CompactKeywords, PlanKeywords, goal_of, settings_of, started
 from ..tiktoken import TiktokenEstimator
 from ._responses_codec import INSTRUCTIONS_TURN_ID, Rendered, ResponsesCodec
 from ._responses_reading import Reading, as_message, checked_instructions, parts_of, plain_input

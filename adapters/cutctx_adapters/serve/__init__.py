@@ -11,10 +11,9 @@ sent; everything else is forwarded untouched. The app needs ``pip install 'cutct
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._requires import require
+from .._requires import imported_when_used
 from ._conversations import Conversation, Conversations
 from ._endpoints import COMPACTING, Endpoint, by_path
 from ._keys import AGENT_HEADERS, ConversationKey, Keys
@@ -29,10 +28,5 @@ __all__ = ["AGENT_HEADERS", "COMPACTING", "Conversation", "ConversationKey", "Co
 _NEEDS_PROXY = {"create_app": "_app", "Upstreams": "_upstream"}
 
 
-def __getattr__(name: str) -> Any:
-    """The app and its upstreams, imported when first used (they need ``cutctx[proxy]``)."""
-    if name in _NEEDS_PROXY:
-        for module in ("starlette", "httpx2", "prometheus_client"):
-            require(module, "proxy")
-        return getattr(import_module(f"{__name__}.{_NEEDS_PROXY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = imported_when_used(__name__, _NEEDS_PROXY,
+                                 ("starlette", "httpx2", "prometheus_client"), "proxy")

@@ -164,14 +164,9 @@ class Proxy:
                   "items_in": outcome.report.items_in if outcome.report else None,
                   "items_sent": outcome.report.items_sent if outcome.report else None,
                   "added_ms": round(added * 1000, 2), "retried": retried or None}
-        try:
-            response = await self.client().send(sent, stream=True)
-        except httpx2.TimeoutException:
-            return self._failed(endpoint, outcome, fields, 504, "timeout",
-                                f"the upstream did not answer within {self.upstreams.timeout:g} s")
-        except httpx2.TransportError as error:
-            return self._failed(endpoint, outcome, fields, 502, "connection",
-                                f"the upstream could not be reached ({type(error).__name__})")
+        response = await self._sent(endpoint, outcome, fields, sent)
+        if isinstance(response, Response):
+            return response
         status = response.status_code
         if status >= 400 and not retried and outcome.report is not None:
             error_body = await response.aread()
@@ -263,6 +258,19 @@ class Proxy:
         self._done(endpoint, outcome, {**fields, "status": response.status_code})
         return answer
 
+    async def _sent(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
+                    sent: httpx2.Request) -> httpx2.Response | Response:
+        """The upstream's streamed response to ``sent``, or the proxy's own error answer when
+        it timed out or could not be reached."""
+        try:
+            return await self.client().send(sent, stream=True)
+        except httpx2.TimeoutException:
+            return self._failed(endpoint, outcome, fields, 504, "timeout",
+                                f"the upstream did not answer within {self.upstreams.timeout:g} s")
+        except httpx2.TransportError as error:
+            return self._failed(endpoint, outcome, fields, 502, "connection",
+                                f"the upstream could not be reached ({type(error).__name__})")
+
     def _failed(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
                 status: int, kind: str, message: str) -> Response:
         """The proxy's own answer when the upstream gave none: its error shape, no content."""
@@ -298,14 +306,9 @@ class Proxy:
         sent = self.client().build_request(
             request.method, url, headers=to_upstream(raw, body_changed=False),
             content=request.stream() if has_body else None)
-        try:
-            response = await self.client().send(sent, stream=True)
-        except httpx2.TimeoutException:
-            return self._failed(endpoint, outcome, fields, 504, "timeout",
-                                f"the upstream did not answer within {self.upstreams.timeout:g} s")
-        except httpx2.TransportError as error:
-            return self._failed(endpoint, outcome, fields, 502, "connection",
-                                f"the upstream could not be reached ({type(error).__name__})")
+        response = await self._sent(endpoint, outcome, fields, sent)
+        if isinstance(response, Response):
+            return response
         streamed = StreamingResponse(self._relay(endpoint, outcome, fields, response, None),
                                      status_code=response.status_code)
         streamed.raw_headers = _raw(to_client(response.headers.multi_items(), outcome.headers))

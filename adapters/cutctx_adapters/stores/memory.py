@@ -9,16 +9,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ._base import (
-    InlineTwins,
-    check_key,
-    check_keys,
-    check_limit,
-    check_optional_seconds,
-    check_seconds,
-    check_value,
-    unavailable,
-)
+from . import _base
+from ._base import InlineTwins
 
 __all__ = ["MemoryStore"]
 
@@ -49,9 +41,9 @@ class MemoryStore(InlineTwins):
 
     def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 1024 * 1024,
                  ttl: float | None = None) -> None:
-        self.max_entries = check_limit(max_entries, "max_entries")
-        self.max_bytes = check_limit(max_bytes, "max_bytes")
-        self.ttl = check_optional_seconds(ttl, "ttl")
+        self.max_entries = _base.check_limit(max_entries, "max_entries")
+        self.max_bytes = _base.check_limit(max_bytes, "max_bytes")
+        self.ttl = _base.check_optional_seconds(ttl, "ttl")
         self._values: OrderedDict[str, _Entry] = OrderedDict()
         self._claims: dict[str, _Claim] = {}
         self._bytes = 0
@@ -63,22 +55,22 @@ class MemoryStore(InlineTwins):
                 f"ttl={self.ttl})")
 
     def get(self, key: str) -> bytes | None:
-        check_key(key)
+        _base.check_key(key)
         with self._lock:
             self._check_open("get")
             return self._read(key, time.monotonic())
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        keys = check_keys(keys)
+        keys = _base.check_keys(keys)
         with self._lock:
             self._check_open("get_many")
             now = time.monotonic()
             return [self._read(key, now) for key in keys]
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        check_key(key)
-        check_value(value)
-        lifetime = check_optional_seconds(ttl, "ttl") or self.ttl
+        _base.check_key(key)
+        _base.check_value(value)
+        lifetime = _base.check_optional_seconds(ttl, "ttl") or self.ttl
         with self._lock:
             self._check_open("put")
             self._drop(key)
@@ -92,8 +84,8 @@ class MemoryStore(InlineTwins):
                 self._drop(next(iter(self._values)))
 
     def claim(self, key: str, *, lease: float) -> str | None:
-        check_key(key)
-        seconds = check_seconds(lease, "lease")
+        _base.check_key(key)
+        seconds = _base.check_seconds(lease, "lease")
         with self._lock:
             self._check_open("claim")
             now = time.monotonic()
@@ -108,7 +100,7 @@ class MemoryStore(InlineTwins):
             return token
 
     def release(self, key: str, token: str) -> None:
-        check_key(key)
+        _base.check_key(key)
         with self._lock:
             self._check_open("release")
             held = self._claims.get(key)
@@ -125,7 +117,7 @@ class MemoryStore(InlineTwins):
 
     def _check_open(self, operation: str) -> None:
         if self._closed:
-            raise unavailable(self, operation, None)
+            raise _base.unavailable(self, operation, None)
 
     def _read(self, key: str, now: float) -> bytes | None:
         entry = self._values.get(key)

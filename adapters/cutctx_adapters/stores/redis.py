@@ -19,15 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cutctx import ValidationError
 
 from .._requires import require
-from ._base import (
-    check_key,
-    check_keys,
-    check_limit,
-    check_optional_seconds,
-    check_seconds,
-    check_value,
-    unavailable,
-)
+from . import _base
 
 if TYPE_CHECKING:
     import redis
@@ -74,8 +66,8 @@ class RedisStore:
             raise ValidationError("prefix must be 0 to 100 characters of A-Z a-z 0-9 : . _ -",
                                   {"rule": "store_prefix"})
         self.prefix = prefix
-        self.ttl = check_seconds(ttl, "ttl")
-        self.max_value_bytes = check_limit(max_value_bytes, "max_value_bytes")
+        self.ttl = _base.check_seconds(ttl, "ttl")
+        self.max_value_bytes = _base.check_limit(max_value_bytes, "max_value_bytes")
         self._client: Any = client
         self._release = client.register_script(_RELEASE)
         self._failure: type[Exception] = redis_py.RedisError
@@ -88,28 +80,28 @@ class RedisStore:
     # --- what each call sends: one recipe, run by the sync calls or awaited by the twins ----
 
     def _get(self, key: str) -> Callable[[], Any]:
-        name = self._value_name(check_key(key))
+        name = self._value_name(_base.check_key(key))
         return lambda: self._client.get(name)
 
     def _get_many(self, keys: Sequence[str]) -> Callable[[], Any] | None:
-        names = [self._value_name(key) for key in check_keys(keys)]
+        names = [self._value_name(key) for key in _base.check_keys(keys)]
         return (lambda: self._client.mget(names)) if names else None
 
     def _put(self, key: str, value: bytes, ttl: float | None) -> Callable[[], Any] | None:
-        name = self._value_name(check_key(key))
-        check_value(value)
-        lifetime = check_optional_seconds(ttl, "ttl") or self.ttl
+        name = self._value_name(_base.check_key(key))
+        _base.check_value(value)
+        lifetime = _base.check_optional_seconds(ttl, "ttl") or self.ttl
         if len(value) > self.max_value_bytes:
             return None
         return lambda: self._client.set(name, value, px=_milliseconds(lifetime))
 
     def _claim(self, key: str, lease: float, token: str) -> Callable[[], Any]:
-        name = self._claim_name(check_key(key))
-        seconds = check_seconds(lease, "lease")
+        name = self._claim_name(_base.check_key(key))
+        seconds = _base.check_seconds(lease, "lease")
         return lambda: self._client.set(name, token, nx=True, px=_milliseconds(seconds))
 
     def _released(self, key: str, token: str) -> Callable[[], Any]:
-        name = self._claim_name(check_key(key))
+        name = self._claim_name(_base.check_key(key))
         return lambda: self._release(keys=[name], args=[token])
 
     # --- the sync calls -----------------------------------------------------------------------
@@ -169,24 +161,24 @@ class RedisStore:
 
     def _call(self, operation: str, send: Callable[[], _T]) -> _T:
         if self._closed.is_set():
-            raise unavailable(self, operation, None)
+            raise _base.unavailable(self, operation, None)
         if self.is_async:
-            raise unavailable(self, operation, _ASYNC_ONLY)
+            raise _base.unavailable(self, operation, _ASYNC_ONLY)
         try:
             return send()
         except self._failure as exc:
-            raise unavailable(self, operation, exc) from exc
+            raise _base.unavailable(self, operation, exc) from exc
 
     async def _acall(self, operation: str, send: Callable[[], Any]) -> Any:
         if not self.is_async:
             return await asyncio.to_thread(self._call, operation, send)
         if self._closed.is_set():
-            raise unavailable(self, operation, None)
+            raise _base.unavailable(self, operation, None)
         try:
             sent: Awaitable[Any] = send()
             return await sent
         except self._failure as exc:
-            raise unavailable(self, operation, exc) from exc
+            raise _base.unavailable(self, operation, exc) from exc
 
 
 def _milliseconds(seconds: float) -> int:

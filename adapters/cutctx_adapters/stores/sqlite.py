@@ -19,16 +19,8 @@ from pathlib import Path
 
 from cutctx import ValidationError
 
-from ._base import (
-    ThreadTwins,
-    check_key,
-    check_keys,
-    check_limit,
-    check_optional_seconds,
-    check_seconds,
-    check_value,
-    unavailable,
-)
+from . import _base
+from ._base import ThreadTwins
 
 __all__ = ["SQLiteStore"]
 
@@ -86,10 +78,10 @@ class SQLiteStore(ThreadTwins):
                  max_bytes: int = 512 * 1024 * 1024, ttl: float | None = None,
                  busy_timeout: float = 5.0) -> None:
         self.path = _file_path(path)
-        self.max_entries = check_limit(max_entries, "max_entries")
-        self.max_bytes = check_limit(max_bytes, "max_bytes")
-        self.ttl = check_optional_seconds(ttl, "ttl")
-        self.busy_timeout = check_seconds(busy_timeout, "busy_timeout")
+        self.max_entries = _base.check_limit(max_entries, "max_entries")
+        self.max_bytes = _base.check_limit(max_bytes, "max_bytes")
+        self.ttl = _base.check_optional_seconds(ttl, "ttl")
+        self.busy_timeout = _base.check_seconds(busy_timeout, "busy_timeout")
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -102,7 +94,7 @@ class SQLiteStore(ThreadTwins):
                 f"max_bytes={self.max_bytes}, ttl={self.ttl})")
 
     def get(self, key: str) -> bytes | None:
-        check_key(key)
+        _base.check_key(key)
         with self._use("get") as db:
             row = db.execute(
                 "SELECT value FROM cutctx_values WHERE key = ? "
@@ -110,7 +102,7 @@ class SQLiteStore(ThreadTwins):
         return None if row is None else bytes(row[0])
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        keys = check_keys(keys)
+        keys = _base.check_keys(keys)
         unique = list(dict.fromkeys(keys))
         found: dict[str, bytes] = {}
         with self._use("get_many") as db, _read_transaction(db, len(unique) > _CHUNK):
@@ -125,9 +117,9 @@ class SQLiteStore(ThreadTwins):
         return [found.get(key) for key in keys]
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        check_key(key)
-        check_value(value)
-        lifetime = check_optional_seconds(ttl, "ttl") or self.ttl
+        _base.check_key(key)
+        _base.check_value(value)
+        lifetime = _base.check_optional_seconds(ttl, "ttl") or self.ttl
         size = len(key) + len(value)
         with self._use("put") as db, _write_transaction(db):
             now = time.time()
@@ -141,8 +133,8 @@ class SQLiteStore(ThreadTwins):
             self._evict(db)
 
     def claim(self, key: str, *, lease: float) -> str | None:
-        check_key(key)
-        seconds = check_seconds(lease, "lease")
+        _base.check_key(key)
+        seconds = _base.check_seconds(lease, "lease")
         token = secrets.token_hex(16)
         with self._use("claim") as db:
             now = time.time()
@@ -150,7 +142,7 @@ class SQLiteStore(ThreadTwins):
         return token if taken else None
 
     def release(self, key: str, token: str) -> None:
-        check_key(key)
+        _base.check_key(key)
         with self._use("release") as db:
             db.execute("DELETE FROM cutctx_claims WHERE key = ? AND token = ?", (key, token))
 
@@ -167,11 +159,11 @@ class SQLiteStore(ThreadTwins):
         """This process's connection, under the lock; sqlite errors become StoreUnavailable."""
         with self._lock:
             if self._closed:
-                raise unavailable(self, operation, None)
+                raise _base.unavailable(self, operation, None)
             try:
                 yield self._connect()
             except sqlite3.Error as exc:
-                raise unavailable(self, operation, exc) from exc
+                raise _base.unavailable(self, operation, exc) from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self._pid != os.getpid():
