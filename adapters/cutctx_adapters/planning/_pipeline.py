@@ -273,10 +273,12 @@ def _with_covered(report: CompactionReport, whole: Conversion[Any] | None,
                                              if turn.turn_id in summarized))
 
 
-def _require_summarizer(job: Job, summarizer: object | None) -> None:
+def _required_summarizer(job: Job, summarizer: AnySummarizer | None) -> AnySummarizer:
+    """The summarizer a plan that asks for summaries needs (refused by name when none)."""
     if summarizer is None:
         raise ValidationError("the plan asks for summaries but no summarizer was given",
                               {"group_ids": [r.group_id for r in job.plan.summarization_requests]})
+    return summarizer
 
 
 def length_check(estimator: TokenEstimator) -> Callable[[SummarizationRequest, str], None]:
@@ -418,53 +420,60 @@ def planned(job: Job) -> CompactionResult:
     (``stand_in``): what a session's walk measures, so where it compacts never depends on a
     model's words; the summaries the walk keeps are written once it ends."""
     steps = _steps(job)
-    try:
-        wanted = next(steps)
-        while True:
-            wanted = steps.send({request.group_id: stand_in(request.target_tokens,
-                                                            wanted.estimator)
-                                 for request in wanted.plan.summarization_requests})
-    except StopIteration as done:
-        result: CompactionResult = done.value
-        return result
+    wanted = _advanced(steps, None)
+    while isinstance(wanted, Job):
+        wanted = _advanced(steps, {request.group_id: stand_in(request.target_tokens,
+                                                              wanted.estimator)
+                                   for request in wanted.plan.summarization_requests})
+    return wanted
 
 
 def run(job: Job, summarizer: AnySummarizer | None = None,
         cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (synchronously) and apply a planned job; re-plan tighter if the output is over."""
     steps = _steps(job)
-    try:
-        wanted = next(steps)
-        while True:
-            _require_summarizer(wanted, summarizer)
-            assert summarizer is not None
-            try:
-                outcome: Outcome = fulfil(wanted.plan, wanted.conversion.transcript, summarizer,
-                                          cache=cache, check=summary_check(wanted))
-            except SummarizationFailed as failure:
-                outcome = failure
-            wanted = steps.send(outcome)
-    except StopIteration as done:
-        result: CompactionResult = done.value
-        return result
+    wanted = _advanced(steps, None)
+    while isinstance(wanted, Job):
+        wanted = _advanced(steps, _fulfilled(wanted, summarizer, cache))
+    return wanted
 
 
 async def arun(job: Job, summarizer: AnySummarizer | None = None,
                cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (concurrently, awaiting async summarizers) and apply; as ``run`` otherwise."""
     steps = _steps(job)
+    wanted = _advanced(steps, None)
+    while isinstance(wanted, Job):
+        wanted = _advanced(steps, await _afulfilled(wanted, summarizer, cache))
+    return wanted
+
+
+def _fulfilled(job: Job, summarizer: AnySummarizer | None, cache: SummaryCache | None
+               ) -> Outcome:
+    """The summaries ``job`` asks for, or why there are none."""
+    given = _required_summarizer(job, summarizer)
     try:
-        wanted = next(steps)
-        while True:
-            _require_summarizer(wanted, summarizer)
-            assert summarizer is not None
-            try:
-                outcome: Outcome = await afulfil(
-                    wanted.plan, wanted.conversion.transcript, summarizer, cache=cache,
-                    check=summary_check(wanted))
-            except SummarizationFailed as failure:
-                outcome = failure
-            wanted = steps.send(outcome)
+        return fulfil(job.plan, job.conversion.transcript, given, cache=cache,
+                      check=summary_check(job))
+    except SummarizationFailed as failure:
+        return failure
+
+
+async def _afulfilled(job: Job, summarizer: AnySummarizer | None, cache: SummaryCache | None
+                      ) -> Outcome:
+    given = _required_summarizer(job, summarizer)
+    try:
+        return await afulfil(job.plan, job.conversion.transcript, given, cache=cache,
+                             check=summary_check(job))
+    except SummarizationFailed as failure:
+        return failure
+
+
+def _advanced(steps: Generator[Job, Outcome, CompactionResult], answer: Outcome | None
+              ) -> Job | CompactionResult:
+    """The next job whose summaries the flow needs, given the last one's, or its result."""
+    try:
+        return steps.send(answer)  # type: ignore[arg-type]  # None starts the flow
     except StopIteration as done:
         result: CompactionResult = done.value
         return result

@@ -100,40 +100,43 @@ class UsageRecords:
         """Record the input ``usage`` reports for the request ``report`` describes (see
         ``CompactionSession.observe_usage``); the record after it, None if nothing was read."""
         steps = self._steps(report, usage, exact)
-        try:
-            call = next(steps)
-            while True:
-                if call[0] == "get":
-                    answer = (None if self._store is None
-                              else get_quietly(self._store, _store_key(_key(report))))
-                else:
-                    if self._store is not None and call[1] is not None:
-                        put_quietly(self._store, _store_key(_key(report)), call[1], ttl=_TTL)
-                    answer = None
-                call = steps.send(answer)
-        except StopIteration as done:
-            result: Calibration | None = done.value
-            return result
+        step = _advanced(steps, None)
+        while isinstance(step, tuple):
+            kind, value = step
+            answer = self._got(report) if kind == "get" else self._put(report, value)
+            step = _advanced(steps, answer)
+        return step
 
     async def aobserve(self, report: CallReport, usage: Any, *, exact: bool = False
                        ) -> Calibration | None:
         """``observe``, awaiting the store."""
         steps = self._steps(report, usage, exact)
-        try:
-            call = next(steps)
-            while True:
-                if call[0] == "get":
-                    answer = (None if self._store is None
-                              else await aget_quietly(self._store, _store_key(_key(report))))
-                else:
-                    if self._store is not None and call[1] is not None:
-                        await aput_quietly(self._store, _store_key(_key(report)), call[1],
-                                           ttl=_TTL)
-                    answer = None
-                call = steps.send(answer)
-        except StopIteration as done:
-            result: Calibration | None = done.value
-            return result
+        step = _advanced(steps, None)
+        while isinstance(step, tuple):
+            kind, value = step
+            answer = await (self._agot(report) if kind == "get" else self._aput(report, value))
+            step = _advanced(steps, answer)
+        return step
+
+    def _got(self, report: CallReport) -> bytes | None:
+        """The model's record in the store (None without one)."""
+        store = self._store
+        return None if store is None else get_quietly(store, _store_key(_key(report)))
+
+    async def _agot(self, report: CallReport) -> bytes | None:
+        store = self._store
+        return None if store is None else await aget_quietly(store, _store_key(_key(report)))
+
+    def _put(self, report: CallReport, value: bytes | None) -> bytes | None:
+        """Store the model's record; a put answers nothing."""
+        if self._store is not None and value is not None:
+            put_quietly(self._store, _store_key(_key(report)), value, ttl=_TTL)
+        return None
+
+    async def _aput(self, report: CallReport, value: bytes | None) -> bytes | None:
+        if self._store is not None and value is not None:
+            await aput_quietly(self._store, _store_key(_key(report)), value, ttl=_TTL)
+        return None
 
     def _steps(self, report: CallReport, usage: Any, exact: bool) -> _Steps:
         if not isinstance(report, CallReport):
@@ -162,6 +165,16 @@ class UsageRecords:
         if stored is not None:
             with self._lock:
                 self._records[key] = stored
+
+
+def _advanced(steps: _Steps, answer: bytes | None
+              ) -> tuple[str, bytes | None] | Calibration | None:
+    """The reading's next store step, given the last one's answer, or the record it ends with."""
+    try:
+        return steps.send(answer)
+    except StopIteration as done:
+        result: Calibration | None = done.value
+        return result
 
 
 def _key(report: CallReport) -> tuple[str, str | None]:
