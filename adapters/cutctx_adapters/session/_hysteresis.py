@@ -10,11 +10,12 @@ and never below ``FLOOR`` of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from statistics import median
 
 __all__ = ["APPENDS", "FLOOR", "aimed"]
 
-APPENDS = 4
+APPENDS = 3
 """Calls of pure appends a compaction makes room for, at the history's recent growth."""
 FLOOR = 0.5
 """The lowest a compaction aims, as a share of the target."""
@@ -28,8 +29,7 @@ def aimed(boundaries: Sequence[tuple[int, int]], sums: Sequence[int], at: int, t
     calls growing as the last ``RECENT`` did fit under the trigger (``boundaries``: where the
     history could end, as ``(items, turns)``; ``sums``: running token sums of its turns)."""
     counts = [turns for _, turns in boundaries[max(0, at - RECENT):at + 1]]
-    steps = [sums[after] - sums[before] for before, after in zip(counts, counts[1:],
-                                                                 strict=False)]
+    steps = [sums[after] - sums[before] for before, after in pairwise(counts)]
     if not steps:
         return target
     room = trigger - APPENDS * int(median(steps))
