@@ -128,6 +128,13 @@ class CallReport:
     prefix_kept: float | None = None
     """Share of the previous view's items sent again unchanged (the provider's cached prefix
     still usable); None when there was no previous view of this history."""
+    goal_tokens: int | None = None
+    """Where this call's last compaction aimed (prompt tokens): ``target_tokens``, or lower when
+    the history grew fast, so that the calls after it append (``docs/fitting.md``)."""
+    append_share: float | None = None
+    """The session's running share of calls that were pure appends (sent the request before as
+    a byte prefix, or the history as given): every call but ``compacted``, ``recompacted`` and
+    ``not_possible``, this one included. None outside a session."""
     counted_with: str | None = None
     """What the counts are for: the model, or the encoding used when the request named none."""
     seconds: float = 0.0
@@ -210,6 +217,8 @@ class CallReport:
             parts.append(f"{made} summar{'y' if made == 1 else 'ies'}")
         if self.prefix_kept is not None:
             parts.append(f"prefix kept {self.prefix_kept:.2f}")
+        if self.append_share is not None:
+            parts.append(f"appends {self.append_share:.0%} of calls")
         if self.summarization_fallback:
             parts.append("summaries failed: re-planned without them")
         return "".join(f", {part}" for part in parts)

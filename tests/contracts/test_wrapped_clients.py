@@ -91,8 +91,11 @@ def test_over_the_trigger_the_history_is_compacted_valid_and_reported(
     assert provider.tokens(body) < provider.tokens(request)
     assert provider.tokens(body) <= TRIGGER
     assert body["messages"][-1] == request["messages"][-1]
-    assert "masked by cutctx" in json.dumps(body["messages"])
     [report] = reports
+    # old results masked, or (aiming below the target for a fast-growing history, issue 38)
+    # their exchanges dropped whole
+    assert "masked by cutctx" in json.dumps(body["messages"]) or (
+        report.turns is not None and report.turns.dropped)
     assert report.decision == "compacted"
     assert isinstance(report.compaction, CompactionReport)
     assert not report.compaction.budget_unmet

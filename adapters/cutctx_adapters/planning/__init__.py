@@ -38,6 +38,7 @@ from ._policy import (
     PolicyOptions,
     choose_policy,
 )
+from ._prefix import keeping_prefix, no_worse
 from ._results import CompactionResult, FormatResult, Replacement, narrowed, short_tokens
 
 __all__ = [
@@ -59,8 +60,10 @@ __all__ = [
     "deferral",
     "deferred_budget",
     "given",
+    "keeping_prefix",
     "length_check",
     "narrowed",
+    "no_worse",
     "planned",
     "reply_allowance",
     "resolve_budget",

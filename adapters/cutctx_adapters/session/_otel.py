@@ -63,6 +63,8 @@ def compaction_attributes(report: CallReport) -> dict[str, str | int | float | b
         "cutctx.items.before": report.items_in,
         "cutctx.items.after": report.items_sent,
         "cutctx.prefix_kept": report.prefix_kept,
+        "cutctx.append_share": report.append_share,
+        "cutctx.goal": report.goal_tokens,
         "cutctx.covered": len(report.covered),
         "cutctx.budget_unmet": report.budget_unmet,
         "cutctx.summarization_fallback": report.summarization_fallback,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -54,7 +54,9 @@ from ..planning import (
     OnSummaryError,
     Replacement,
     given,
+    keeping_prefix,
     length_check,
+    no_worse,
     planned,
     resolve_budget,
     start,
@@ -77,6 +79,7 @@ from ..settings import (
 )
 from ..stores import MemoryStore, Store
 from ._explain import explained
+from ._hysteresis import aimed
 from ._known import Known, KnownHistories, chain_keys, text_size
 from ._ledger import (
     EMPTY,
@@ -91,7 +94,7 @@ from ._ledger import (
 )
 from ._recent import Recent, RecentHistories, sent_alike
 from ._summaries import SharedSummaries
-from ._telemetry import observed, tell
+from ._telemetry import Appends, observed, tell
 from ._usage import UsageRecords
 from ._writing import Pending, ToWrite, is_summary, to_write, with_stand_ins, with_texts
 
@@ -221,6 +224,7 @@ class CompactionSession:
         self._usage = UsageRecords(self.store)
         self._counters: dict[str | None, CountCache] = {}
         self._counters_lock = threading.Lock()
+        self._appends = Appends()
 
     def __repr__(self) -> str:
         return f"CompactionSession({self.format.name!r}, model={self.model!r})"
@@ -257,7 +261,8 @@ class CompactionSession:
         self._usage.load(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = self._prepare(merged, budget)
-        return replace(prepared, report=tell(self.settings, prepared.report, stats))
+        report = self._appends.counted(prepared.report)
+        return replace(prepared, report=tell(self.settings, report, stats))
 
     async def aprepare(self, request: Mapping[str, Any] | None = None, *,
                        budget: int | None = None, **fields: Any) -> Prepared:
@@ -267,7 +272,8 @@ class CompactionSession:
         await self._usage.aload(self.format.name, merged.get("model", self.model))
         with observed() as stats, self._explaining(merged):
             prepared = await self._aprepare(merged, budget)
-        return replace(prepared, report=tell(self.settings, prepared.report, stats))
+        report = self._appends.counted(prepared.report)
+        return replace(prepared, report=tell(self.settings, report, stats))
 
     @contextmanager
     def _explaining(self, request: Mapping[str, Any]) -> Iterator[None]:
@@ -516,8 +522,11 @@ class CompactionSession:
             if conv is None:
                 continue
             read = (items, conv)
+            at = bisect_left(call.boundaries, (items, count))
+            since = count - (call.boundaries[at - 1][1] if at else 0)
+            goal = aimed(call.boundaries, sums, at, call.trigger, call.target)
             try:
-                job = self._event(conv, ledger, call, summarize=summarize)
+                job = self._event(conv, ledger, call, goal, since, summarize=summarize)
             except BudgetUnsatisfiable:
                 if items == len(call.items) or not call.items:
                     raise
@@ -565,23 +574,47 @@ class CompactionSession:
         except ValidationError:
             return None
 
-    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call, *,
-               summarize: bool = True) -> Job:
+    def _event(self, conv: Conversion[Any] | Growing[Any], ledger: Ledger, call: _Call,
+               goal: int, since: int, *, summarize: bool = True) -> Job:
         """Plan one compaction event over the history as earlier events left it (its summaries
-        at their planned size): toward the target, protection bending as it must to reach it
-        (unless ``strict``: a compaction landing near the budget would only run again on the
-        next call); when that plan does not fit even the budget, for the whole budget. A
-        session's view is never less fitting than stateless ``compact``'s."""
+        at their planned size): toward the target, or ``goal`` below it (``_hysteresis.aimed``)
+        where that takes no further step (``planning.no_worse``), protection bending as it must
+        to reach it (unless ``strict``: a compaction landing near the budget would only
+        run again on the next call), keeping as much of the view sent before as it can (the
+        ``since`` newest turns are new to it: ``planning.keeping_prefix``); when that plan does
+        not fit even the budget, for the whole budget. A session's view is never less fitting
+        than stateless ``compact``'s."""
         projected = with_stand_ins(project(conv, ledger), call.estimator)
         try:
             job = self._start(projected, call.target, call, strict=self.strict,
                               summarize=summarize)
+            lower = (self._tried(projected, goal, call, summarize) if goal < call.target
+                     else None)
+            if (lower is not None and not lower.plan.summarization_requests
+                    and no_worse(lower, job)):
+                job = lower  # aiming lower takes no further step, nor squeezes a summary
+            else:
+                goal = call.target
             if job.plan.tokens_after_estimate + call.overhead <= call.budget:
-                return job
+                if not self.sticky:
+                    return job
+                turns = len(projected.transcript.turns)
+                limit = turns - max(since, self.keep_recent)
+                return keeping_prefix(job, projected, limit, lambda frozen: self._tried(
+                    frozen, goal, call, summarize))[0]
         except BudgetUnsatisfiable:
             pass
         return self._start(projected, call.budget, call, strict=self.strict,
                            summarize=summarize)
+
+    def _tried(self, conv: Conversion[Any], goal: int, call: _Call, summarize: bool
+               ) -> Job | None:
+        """``_start``'s job, or None where no plan can be made (nor a valid one: with many
+        turns pinned, a policy may propose touching one, which its plan's check refuses)."""
+        try:
+            return self._start(conv, goal, call, strict=self.strict, summarize=summarize)
+        except (BudgetUnsatisfiable, ValidationError):
+            return None
 
     def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool,
                summarize: bool = True) -> Job:
@@ -684,6 +717,7 @@ class CompactionSession:
             call.conv.task_turn_id, 0 if last is None else last.protection_relaxed,
             walked.replacements + (one_off.replacements if one_off is not None else ()),
             tokens > call.budget, covered, **_figures(call, sent, reused),
+            goal_tokens=None if last is None else last.prompt_budget,
             turns=(_turn_fates(call, walked, one_off, covered) if decision in CHANGED
                    else None))
         sources = (sources_of(turns, call.conv.parts, members)

@@ -22,7 +22,7 @@ from ..reports import CHANGED, NOTIFIED, CallReport, SummaryRecord
 from ..settings import CompactionSettings
 from . import _otel
 
-__all__ = ["CallStats", "current", "observed", "tell", "told"]
+__all__ = ["Appends", "CallStats", "current", "observed", "tell", "told"]
 
 LOGGER = logging.getLogger("cutctx")
 """One INFO record per compaction (the report's one line); nothing for unchanged calls."""
@@ -89,6 +89,25 @@ class CallStats:
             summary_input_tokens=sum(entry.input_tokens for entry in produced),
             summary_output_tokens=sum(entry.output_tokens for entry in produced),
             store_hits=len(self.summaries) - len(produced), store_misses=len(produced))
+
+
+class Appends:
+    """A session's running share of calls that were pure appends (safe under threads)."""
+
+    def __init__(self) -> None:
+        self._calls = 0
+        self._appends = 0
+        self._lock = threading.Lock()
+
+    def counted(self, report: CallReport) -> CallReport:
+        """``report`` with the share, this call counted (a call that could not be compacted
+        is not a call of the session's: it is not counted)."""
+        with self._lock:
+            if report.decision != "not_possible":
+                self._calls += 1
+                self._appends += report.decision not in CHANGED
+            share = self._appends / self._calls if self._calls else None
+        return replace(report, append_share=share)
 
 
 _CURRENT: ContextVar[CallStats | None] = ContextVar("cutctx_call_stats", default=None)
