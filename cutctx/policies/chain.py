@@ -127,11 +127,12 @@ class _Decisions:
                                          excerpt, replacement.refers_to)))
         actions[position] = action
 
-    def repoint(self) -> None:
+    def repoint(self, structure: Structure) -> None:
         """A deduplicated stub whose later copy the plan takes away (masks, summarizes, drops)
         points at nothing: it becomes a mask stub, as its result would have been, so no stub
         claims a copy the request does not hold. A copy clipped to its share is still there,
-        its marker naming the same original: the stub keeps pointing at it."""
+        its marker naming the same original: the stub keeps pointing at it. A stub no policy
+        may touch (pinned, system, recent) stays as it is: a plan never changes those."""
         actions = self.decided()
         turns = self.transcript.turns
         deduplicate, keep, clip = Action.DEDUPLICATE, Action.KEEP, Action.CLIP
@@ -144,6 +145,8 @@ class _Decisions:
                     action.action is keep and turn.metadata.get(KIND_KEY) in (None, CLIPPED))}
         for position in sorted(set(pointers)):
             action, turn = actions[position], turns[position]
+            if structure.untouchable[position] and action.action is keep:
+                continue
             if action.action is Action.DEDUPLICATE and action.replacement is not None:
                 target, estimate = action.replacement.refers_to, action.replacement.token_estimate
             elif action.action is Action.KEEP and REFERS_TO_KEY in turn.metadata:
@@ -253,7 +256,7 @@ class PolicyChain:
             projected_total = plan.tokens_after_estimate
             queue[:0], waiting = waiting, []
         state.escalate(structure)
-        state.repoint()
+        state.repoint(structure)
         direct = state.direct
         if direct is not None:  # one member's plan as it stands: its actions and figures
             return build_plan(transcript, budget, direct.actions, direct.summarization_requests,

@@ -7,6 +7,8 @@ properties as 0.1.0's policies); 0.1.0's own outputs are pinned by the goldens.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -304,3 +306,19 @@ def test_summaries_get_shorter_rather_than_leave_a_drop() -> None:
         transcript, CompactionBudget(100, 1))
     assert plan.summarization_requests and not plan.budget_unmet
     assert all(r.target_tokens >= 16 for r in plan.summarization_requests)
+
+
+def test_a_pinned_pointer_stays_as_it_is_when_its_copy_is_masked() -> None:
+    """A deduplicated stub the caller pinned (a session keeping its cached prefix pins its
+    view's first turns) whose copy a later member masks is kept as it is: the chain used to
+    turn it into a mask stub, a plan its own check refused (``untouchable_kept``)."""
+    same = "x" * 400
+    view = view_of(agent(same, LOG[:1_600], same, LOG[:1_600]), DeduplicateResultsPolicy(),
+                   800)
+    assert view.turns[3].metadata[KIND_KEY] == "deduplicated"  # r0, pointing at r2
+    pinned = Transcript(tuple(dataclasses.replace(t, pinned=True) if t.turn_id == "r0" else t
+                              for t in view.turns))
+    chain = PolicyChain([DeduplicateResultsPolicy(), ToolResultMaskingPolicy(1)])
+    plan = chain.decide(pinned, CompactionBudget(300, 1))
+    fates = {a.turn_id: a.action for a in plan.actions}
+    assert fates["r0"] is Action.KEEP and fates["r2"] is Action.MASK

@@ -609,11 +609,10 @@ class CompactionSession:
 
     def _tried(self, conv: Conversion[Any], goal: int, call: _Call, summarize: bool
                ) -> Job | None:
-        """``_start``'s job, or None where no plan can be made (nor a valid one: with many
-        turns pinned, a policy may propose touching one, which its plan's check refuses)."""
+        """``_start``'s job, or None where no plan can be made."""
         try:
             return self._start(conv, goal, call, strict=self.strict, summarize=summarize)
-        except (BudgetUnsatisfiable, ValidationError):
+        except BudgetUnsatisfiable:
             return None
 
     def _start(self, conv: Conversion[Any], goal: int, call: _Call, *, strict: bool,
