@@ -53,7 +53,7 @@ from ..session import CompactionSession  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
 from ._hooks import HookSessions, afeed  # noqa: E402
 
-__all__ = ["CallMiddleware", "CompactingStrategy"]
+__all__ = ["CallMiddleware", "CompactingStrategy", "CompactionStrategy"]
 
 REASON = "cutctx"
 """The ``EXCLUDE_REASON_KEY`` of what the strategy leaves out."""
@@ -154,6 +154,10 @@ class CompactingStrategy:
         before = _projection(messages)
         messages[:] = _rebuilt(messages, read, prepared.messages, prepared.sources)
         return _projection(messages) != before
+
+
+CompactionStrategy = CompactingStrategy
+"""``CompactingStrategy`` under the name of the framework's protocol it implements."""
 
 
 class CallMiddleware(ChatMiddleware):
