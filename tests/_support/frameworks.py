@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import respx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "integrations"))
 
@@ -32,6 +31,7 @@ from _scripted_api import (
 
 from cutctx_adapters.openai import chat, responses
 from cutctx_adapters.session import CallReport
+from tests._support.http import mocked_http
 
 __all__ = ["ANSWER", "ANTHROPIC_URL", "BASE_URL", "INSTRUCTIONS", "MODEL", "RESERVE", "TASK",
            "WINDOW", "Wire", "anthropic_api", "billed_at", "check_follows_the_bill", "read_file",
@@ -162,7 +162,7 @@ def anthropic_api() -> Iterator[list[dict[str, Any]]]:
     """Anthropic's Messages endpoint answering every request with ``ANSWER`` (streamed, as
     pydantic-ai asks); yields the bodies sent."""
     sent: list[dict[str, Any]] = []
-    with respx.mock(using="httpcore2", assert_all_called=False) as router:
+    with mocked_http(assert_all_called=False) as router:
         router.post(f"{ANTHROPIC_URL}/v1/messages").mock(
             side_effect=lambda request: _streamed_answer(request, sent))
         yield sent

@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pydantic
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic.types import Message, MessageTokensCount
 from anthropic.types.beta import BetaMessage
 
 from cutctx_adapters.anthropic import CompactingAnthropic
+from tests._support.http import mocked_http
 from tests.contracts.providers import ANTHROPIC, bodies, sent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +48,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    """respx over httpcore2, the transport under the SDK's httpx2 (plain respx misses it)."""
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic import (
     Anthropic,
@@ -34,6 +33,7 @@ from tests._support.clouds import (
     fake_cloud_environment,
     sse_body,
 )
+from tests._support.http import mocked_http
 
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 VERTEX_MODEL = "claude-sonnet-4-5@20250929"
@@ -99,7 +99,7 @@ def call(model: str, items: list[Any], **fields: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def bedrock() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", base_url=BEDROCK_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BEDROCK_URL, assert_all_called=False) as router:
         router.post(url__regex=r"/model/[^/]+/invoke$").mock(
             side_effect=lambda request: httpx.Response(200, json=reply(_model_in(request))))
         router.post(url__regex=r"/model/[^/]+/invoke-with-response-stream$").mock(
@@ -111,7 +111,7 @@ def bedrock() -> Iterator[respx.Router]:
 
 @pytest.fixture
 def vertex() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", base_url=VERTEX_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=VERTEX_URL, assert_all_called=False) as router:
         router.post(url__regex=r":rawPredict$").mock(
             side_effect=lambda request: httpx.Response(200, json=reply(VERTEX_MODEL)))
         router.post(url__regex=r":streamRawPredict$").mock(

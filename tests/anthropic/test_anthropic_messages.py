@@ -30,6 +30,7 @@ from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
 from tests._support.data import REQUESTS
+from tests._support.http import mocked_http
 from tests._support.plain import dicts
 from tests.anthropic.test_anthropic_properties import assert_sendable, png
 
@@ -66,7 +67,7 @@ def async_client() -> anthropic.AsyncAnthropic:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", assert_all_called=False) as router:
+    with mocked_http(assert_all_called=False) as router:
         yield router
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic import Anthropic
 from hypothesis import given, settings
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 import cutctx
 from cutctx import CharRatioEstimator, DropOldestPolicy
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
+from tests._support.http import mocked_http
 from tests._support.plain import dicts
 
 CHARS = CharRatioEstimator()
@@ -227,7 +227,7 @@ def test_file_data_compacts_exactly_like_its_base64_text(tmp_path_factory: pytes
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router
 
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 
 from cutctx_adapters.anthropic import AnthropicSummarizer
+from tests._support.http import mocked_http
 from tests.contracts.providers import ANTHROPIC
 
 BUDGET = 800
@@ -26,8 +26,7 @@ def _tiktoken_offline(tiktoken_cache: Path) -> None:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    """respx over httpcore2, the transport under the SDK's httpx2 (plain respx misses it)."""
-    with respx.mock(using="httpcore2", base_url=ANTHROPIC.base_url,
+    with mocked_http(base_url=ANTHROPIC.base_url,
                     assert_all_called=False) as router:
         yield router
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pydantic
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic import Anthropic
 from anthropic.types.beta import (
@@ -63,6 +62,7 @@ from cutctx import Role, ToolResultMaskingPolicy, ValidationError
 from cutctx_adapters import CompactionResult, CompactionSession
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.openai import responses
+from tests._support.http import mocked_http
 from tests._support.plain import dicts
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -437,7 +437,7 @@ def test_a_session_reading_on_counts_the_new_markers_with_the_tools() -> None:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", assert_all_called=False) as router:
+    with mocked_http(assert_all_called=False) as router:
         yield router
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 
+from tests._support.http import mocked_http
 from tests.contracts.providers import PROVIDERS, Provider
 
 
@@ -32,7 +32,7 @@ def provider(request: pytest.FixtureRequest) -> Provider:
 @pytest.fixture
 def api(provider: Provider) -> Iterator[respx.Router]:
     """respx over httpcore2, the transport under the SDKs' httpx2 (plain respx misses it)."""
-    with respx.mock(using="httpcore2", base_url=provider.base_url,
+    with mocked_http(base_url=provider.base_url,
                     assert_all_called=False) as router:
         yield router
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from google import genai
 from google.genai import _api_client
 
+from tests._support.http import mocked_http
 from tests.gemini.histories import SIGNATURE
 
 BASE_URL = "https://gemini.test"
@@ -46,7 +46,7 @@ def answer(request: httpx.Request) -> httpx.Response:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-import respx
 from google.genai import types
 
 from cutctx_adapters import CallReport
 from cutctx_adapters.gemini import CompactingGenAI, contents
+from tests._support.http import mocked_http
 from tests.gemini.api import BASE_URL, MODEL, reply, sdk, sse
 from tests.gemini.histories import MARKER, SIGNATURE, png
 from tests.gemini.rules import check_request, current_turn
@@ -102,7 +102,7 @@ def run(mode: str) -> list[CallReport]:
     reports: list[CallReport] = []
     client = CompactingGenAI(sdk(), window=WINDOW, reserve=RESERVE, on_call=reports.append)
     model = Model()
-    with respx.mock(using="httpcore2", base_url=BASE_URL) as api:
+    with mocked_http(base_url=BASE_URL) as api:
         route = api.post(path__regex=r"/v1beta/models/.*").mock(side_effect=model)
         history: list[Any] = [{"role": "user", "parts": [{"text": f"Fix it. {MARKER}"}]}]
         previous: list[Any] | None = None

@@ -38,6 +38,7 @@ from cutctx_adapters import CompactionSession
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.history._observations import output_shape
 from cutctx_adapters.openai import CompactingOpenAI, chat, responses
+from tests._support.http import mocked_http
 from tests._support.long_histories import LONG_HISTORIES
 
 CHARS = CharRatioEstimator()
@@ -390,7 +391,7 @@ def route(tiktoken_cache: Path) -> Iterator[respx.Route]:
     reply = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
              "choices": [{"index": 0, "finish_reason": "stop",
                           "message": {"role": "assistant", "content": "ok"}}]}
-    with respx.mock(using="httpcore2", base_url=BASE_URL) as router:
+    with mocked_http(base_url=BASE_URL) as router:
         yield router.post("/chat/completions").mock(return_value=httpx.Response(200, json=reply))
 
 

@@ -26,6 +26,7 @@ from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.integrations.langchain import ChatModelSummarizer
 from cutctx_adapters.integrations.pydantic_ai import ModelSummarizer
 from cutctx_adapters.openai import chat
+from tests._support.http import mocked_http
 
 BASE_URL = "https://api.summaries.test/v1"
 SUMMARY = "The user asked for a parser fix; the assistant read parser.py and found the bug."
@@ -45,7 +46,7 @@ def _completion(text: str, finish: str) -> dict[str, Any]:
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router
 
 

@@ -12,6 +12,7 @@ import pytest
 import respx
 
 from cutctx_adapters.openai import CompactingOpenAI
+from tests._support.http import mocked_http
 from tests.contracts.providers import OPENAI
 
 WINDOW = 10_000
@@ -25,8 +26,7 @@ def _tiktoken_offline(tiktoken_cache: Path) -> None:
 
 @pytest.fixture
 def route() -> Iterator[respx.Route]:
-    """respx over httpcore2, the transport under the SDK's httpx2 (plain respx misses it)."""
-    with respx.mock(using="httpcore2", base_url=OPENAI.base_url,
+    with mocked_http(base_url=OPENAI.base_url,
                     assert_all_called=False) as router:
         yield router.post(OPENAI.endpoint).mock(side_effect=OPENAI.answer)
 

@@ -49,6 +49,7 @@ from cutctx_adapters.openai._tokens import (
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.data import INVALID_REQUESTS, REQUESTS
+from tests._support.http import mocked_http
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -278,8 +279,7 @@ def test_sdk_output_items_render_as_plain_dicts_of_what_the_api_returned() -> No
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    """respx over httpcore2, the transport under the SDK's httpx2 (plain respx misses it)."""
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import respx
 from openai import OpenAI
 
 from cutctx import (
@@ -34,6 +33,7 @@ from cutctx_adapters import CompactionSession
 from cutctx_adapters.anthropic import messages as anthropic_messages
 from cutctx_adapters.openai import CompactingOpenAI, chat, responses
 from tests._support.agent_loop import agent_loop
+from tests._support.http import mocked_http
 
 HUGE_AT = 30
 MODELS = {"chat": "gpt-4o", "responses": "gpt-4o", "anthropic": "claude-sonnet-4-5"}
@@ -107,7 +107,7 @@ def test_the_wrapped_client_sends_the_loop_within_the_window() -> None:
              "choices": [{"index": 0, "finish_reason": "stop",
                           "message": {"role": "assistant", "content": "ok"}}],
              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-    with respx.mock(using="httpcore2", base_url="https://api.openai.test/v1") as router:
+    with mocked_http(base_url="https://api.openai.test/v1") as router:
         route = router.post("/chat/completions").respond(json=reply)
         client = CompactingOpenAI(OpenAI(api_key="k", base_url="https://api.openai.test/v1",
                                          max_retries=0), window=16_000)

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
 import respx
 from anthropic import Anthropic
 from anthropic.types.beta import (
@@ -55,6 +54,7 @@ from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
+from tests._support.http import mocked_http
 from tests._support.plain import dicts
 from tests.anthropic.test_anthropic_properties import histories
 
@@ -618,7 +618,7 @@ USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
 
 @pytest.fixture
 def api() -> Iterator[respx.Router]:
-    with respx.mock(using="httpcore2", assert_all_called=False) as router:
+    with mocked_http(assert_all_called=False) as router:
         yield router
 
 

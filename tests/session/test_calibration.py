@@ -20,8 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_httpx2  # noqa: F401  (registers the httpcore2 mocker respx uses below)
-import respx
 from anthropic import Anthropic, AnthropicBedrock, AsyncAnthropic
 from openai import OpenAI
 
@@ -34,6 +32,7 @@ from cutctx_adapters.stores import MemoryStore
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.agents import anthropic_run, responses_run
 from tests._support.clouds import BEDROCK_URL, fake_cloud_environment, sse_body
+from tests._support.http import mocked_http
 
 BASE_URL = "https://api.cutctx.test"
 MODEL = "claude-sonnet-4-5"
@@ -162,7 +161,7 @@ def _blocks(item: Any) -> list[str]:
 @pytest.fixture(params=[0.8, 1.0, 1.3, 1.6], ids=lambda factor: f"factor={factor}")
 def provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     fake = Provider(request.param)
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         router.post("/v1/messages").mock(side_effect=fake.message)
         router.post("/v1/messages/count_tokens").mock(side_effect=fake.count)
         router.post("/v1/responses").mock(side_effect=fake.response)
@@ -232,7 +231,7 @@ async def test_streams_feed_the_bill_too(provider: Provider) -> None:
 def test_another_tokenizers_bill_is_followed_too(factor: float) -> None:
     provider = Provider(factor, other=True)
     reports: list[CallReport] = []
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         router.post("/v1/messages").mock(side_effect=provider.message)
         client = CompactingAnthropic(Anthropic(api_key="test", base_url=BASE_URL,
                                                max_retries=0),
@@ -282,7 +281,7 @@ def test_a_count_the_provider_refuses_leaves_the_estimate(monkeypatch: pytest.Mo
                                                           ) -> None:
     fake_cloud_environment(monkeypatch)
     fake = Provider(1.3)
-    with respx.mock(using="httpcore2", base_url=BEDROCK_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BEDROCK_URL, assert_all_called=False) as router:
         route = router.post(url__regex=r"/model/[^/]+/invoke$").mock(side_effect=fake.message)
         client = CompactingAnthropic(AnthropicBedrock(max_retries=0), window=WINDOW,
                                      counter="provider")

@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_httpx2  # noqa: F401  (registers respx's "httpcore2" mocker)
 import respx
 from openai import OpenAI
 from openai.types.chat import ChatCompletion
@@ -35,6 +34,7 @@ from cutctx_adapters.openai import CompactingOpenAI, chat
 from cutctx_adapters.session import CallReport, CompactionSession, PrefixCheck, Prepared
 from cutctx_adapters.stores import MemoryStore
 from cutctx_adapters.tiktoken import TiktokenEstimator
+from tests._support.http import mocked_http
 from tests.openai.chat_rules import check
 
 Messages = list[dict[str, Any]]
@@ -683,7 +683,7 @@ def completion_json(request: httpx.Request) -> httpx.Response:
 
 @pytest.fixture
 def api(tiktoken_cache: Path) -> Iterator[respx.Route]:
-    with respx.mock(using="httpcore2", base_url=BASE_URL, assert_all_called=False) as router:
+    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
         yield router.post("/chat/completions").mock(side_effect=completion_json)
 
 
