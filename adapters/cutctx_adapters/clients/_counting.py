@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
+from .._steps import advanced, begun
 from ..counting import near_limit
 from ..history import content_key, to_plain
 from ..planning import given
@@ -96,9 +97,9 @@ def prepare_counted(session: CompactionSession, request: Mapping[str, Any], coun
             return None
 
     steps = _steps(count, counts)
-    step = _advanced(steps, None)
+    step = begun(steps)
     while not isinstance(step, Prepared):
-        step = _advanced(steps, answer(*step))
+        step = advanced(steps, answer(*step))
     return step
 
 
@@ -117,20 +118,10 @@ async def aprepare_counted(session: CompactionSession, request: Mapping[str, Any
             return None
 
     steps = _steps(count, counts)
-    step = _advanced(steps, None)
+    step = begun(steps)
     while not isinstance(step, Prepared):
-        step = _advanced(steps, await answer(*step))
+        step = advanced(steps, await answer(*step))
     return step
-
-
-def _advanced(steps: _Steps, answered: Any
-              ) -> tuple[str, Any] | Prepared:
-    """The flow's next step, given the answer to the last one, or the request it ends with."""
-    try:
-        return steps.send(answered)
-    except StopIteration as done:
-        result: Prepared = done.value
-        return result
 
 
 def _count_fields(count: Count, request: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from cutctx import (
     ValidationError,
 )
 
+from .._steps import advanced, begun
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCache, afulfil, fulfil
 from ..history import BOUNDARY_KIND, KIND_KEY, Conversion, covered_turns, uncovered
@@ -420,9 +421,9 @@ def planned(job: Job) -> CompactionResult:
     (``stand_in``): what a session's walk measures, so where it compacts never depends on a
     model's words; the summaries the walk keeps are written once it ends."""
     steps = _steps(job)
-    wanted = _advanced(steps, None)
+    wanted = begun(steps)
     while isinstance(wanted, Job):
-        wanted = _advanced(steps, {request.group_id: stand_in(request.target_tokens,
+        wanted = advanced(steps, {request.group_id: stand_in(request.target_tokens,
                                                               wanted.estimator)
                                    for request in wanted.plan.summarization_requests})
     return wanted
@@ -432,9 +433,9 @@ def run(job: Job, summarizer: AnySummarizer | None = None,
         cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (synchronously) and apply a planned job; re-plan tighter if the output is over."""
     steps = _steps(job)
-    wanted = _advanced(steps, None)
+    wanted = begun(steps)
     while isinstance(wanted, Job):
-        wanted = _advanced(steps, _fulfilled(wanted, summarizer, cache))
+        wanted = advanced(steps, _fulfilled(wanted, summarizer, cache))
     return wanted
 
 
@@ -442,9 +443,9 @@ async def arun(job: Job, summarizer: AnySummarizer | None = None,
                cache: SummaryCache | None = None) -> CompactionResult:
     """Fulfil (concurrently, awaiting async summarizers) and apply; as ``run`` otherwise."""
     steps = _steps(job)
-    wanted = _advanced(steps, None)
+    wanted = begun(steps)
     while isinstance(wanted, Job):
-        wanted = _advanced(steps, await _afulfilled(wanted, summarizer, cache))
+        wanted = advanced(steps, await _afulfilled(wanted, summarizer, cache))
     return wanted
 
 
@@ -467,16 +468,6 @@ async def _afulfilled(job: Job, summarizer: AnySummarizer | None, cache: Summary
                              check=summary_check(job))
     except SummarizationFailed as failure:
         return failure
-
-
-def _advanced(steps: Generator[Job, Outcome, CompactionResult], answer: Outcome | None
-              ) -> Job | CompactionResult:
-    """The next job whose summaries the flow needs, given the last one's, or its result."""
-    try:
-        return steps.send(answer)  # type: ignore[arg-type]  # None starts the flow
-    except StopIteration as done:
-        result: CompactionResult = done.value
-        return result
 
 
 def compacted(plan: Callable[..., Job], history: Any, options: Mapping[str, Any],

@@ -29,6 +29,7 @@ from cutctx import (
     ValidationError,
 )
 
+from .._steps import advanced, begun
 from ..counting import Calibration, CountCache, calibration_of, check_model, prompt_budget
 from ..errors import SummarizationFailed
 from ..fulfil import AnySummarizer, SummaryCheck, asummarize, summarize
@@ -322,13 +323,10 @@ class CompactionSession:
         """The walk, each event applied with its summaries standing in (no summarizer is called
         while it runs: what it keeps is written after)."""
         steps = self._walk(call, summarize=summarize)
-        try:
-            job = next(steps)
-            while True:
-                job = steps.send(planned(job))
-        except StopIteration as done:
-            walked: _Walked = done.value
-            return walked
+        step = begun(steps)
+        while isinstance(step, Job):
+            step = advanced(steps, planned(step))
+        return step
 
     def _to_write(self, call: _Call, walked: _Walked,
                   wrap: Callable[[AnySummarizer, SummaryCheck, TokenEstimator], AnySummarizer]

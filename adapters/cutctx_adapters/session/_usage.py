@@ -17,6 +17,7 @@ from typing import Any
 
 from cutctx import TokenEstimator, ValidationError
 
+from .._steps import advanced, begun
 from ..counting import Calibration, UsageEstimator, calibration_of, reported_input
 from ..history import content_key
 from ..planning import given
@@ -100,22 +101,22 @@ class UsageRecords:
         """Record the input ``usage`` reports for the request ``report`` describes (see
         ``CompactionSession.observe_usage``); the record after it, None if nothing was read."""
         steps = self._steps(report, usage, exact)
-        step = _advanced(steps, None)
+        step = begun(steps)
         while isinstance(step, tuple):
             kind, value = step
             answer = self._got(report) if kind == "get" else self._put(report, value)
-            step = _advanced(steps, answer)
+            step = advanced(steps, answer)
         return step
 
     async def aobserve(self, report: CallReport, usage: Any, *, exact: bool = False
                        ) -> Calibration | None:
         """``observe``, awaiting the store."""
         steps = self._steps(report, usage, exact)
-        step = _advanced(steps, None)
+        step = begun(steps)
         while isinstance(step, tuple):
             kind, value = step
             answer = await (self._agot(report) if kind == "get" else self._aput(report, value))
-            step = _advanced(steps, answer)
+            step = advanced(steps, answer)
         return step
 
     def _got(self, report: CallReport) -> bytes | None:
@@ -165,16 +166,6 @@ class UsageRecords:
         if stored is not None:
             with self._lock:
                 self._records[key] = stored
-
-
-def _advanced(steps: _Steps, answer: bytes | None
-              ) -> tuple[str, bytes | None] | Calibration | None:
-    """The reading's next store step, given the last one's answer, or the record it ends with."""
-    try:
-        return steps.send(answer)
-    except StopIteration as done:
-        result: Calibration | None = done.value
-        return result
 
 
 def _key(report: CallReport) -> tuple[str, str | None]:
