@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .actions import Excerpt
 from .estimator import TokenEstimator
+from .transcript import TEXT_FACTS as _TEXT_FACTS
 from .transcript import Transcript
 
 __all__ = ["DIGEST_STYLES", "LINE_CHARS", "Found", "Lines", "TextFacts", "choose", "digest",
@@ -399,9 +400,6 @@ class TextFacts:
 
     identifiers: dict[str, Found] = field(default_factory=dict)
     names: dict[str, frozenset[str]] = field(default_factory=dict)
-
-
-_TEXT_FACTS = ("text facts", None)
 
 
 def text_facts(transcript: Transcript) -> TextFacts:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import Any
@@ -200,6 +200,25 @@ class Transcript:
             out._derived[("tokens", None)] = total + sum(turn.token_estimate for turn in more)
         return out
 
+    def with_pinned(self, turn_ids: Collection[str]) -> Transcript:
+        """These turns with those ``turn_ids`` names pinned (kept exactly as they are). The
+        texts are these, so what was found in them (the total, the ids, the names and
+        identifiers policies look for) is shared, not found again: planning one history under
+        several pins (a session keeping its cached prefix) reads each text once.
+
+        >>> t = Transcript((TranscriptTurn("a", Role.USER, "hi", 1),
+        ...                 TranscriptTurn("b", Role.ASSISTANT, "hello", 2)))
+        >>> [turn.pinned for turn in t.with_pinned({"a"}).turns]
+        [True, False]
+        """
+        out = Transcript._trusted(tuple(
+            replace(turn, pinned=True) if turn.turn_id in turn_ids and not turn.pinned
+            else turn for turn in self.turns))
+        for key in _TEXT_DERIVED:
+            if key in self._derived:
+                out._derived[key] = self._derived[key]
+        return out
+
     def token_estimate(self) -> int:
         """Sum of the turns' estimates (computed once: policies and checks ask repeatedly)."""
         total: int | None = self._derived.get(("tokens", None))
@@ -219,6 +238,11 @@ class Transcript:
         # Only the turns: derived facts are rebuilt on demand, never pickled or deep-copied.
         return (Transcript, (self.turns,))
 
+
+TEXT_FACTS = ("text facts", None)
+"""Where a transcript keeps what was found in its texts (``_digest.TextFacts``)."""
+_TEXT_DERIVED = ("ids", ("tokens", None), TEXT_FACTS)
+"""Derived facts that depend on the turns' ids, estimates and texts alone, not on their pins."""
 
 _set_turns = Transcript.__dict__["turns"].__set__
 _set_derived = Transcript.__dict__["_derived"].__set__

@@ -46,9 +46,8 @@ def loss(job: Job) -> int:
 
 def frozen(conv: Conversion[Any], count: int) -> Conversion[Any]:
     """``conv`` with its first ``count`` turns pinned: kept exactly as they are."""
-    turns = conv.transcript.turns
-    head = tuple(turn if turn.pinned else replace(turn, pinned=True) for turn in turns[:count])
-    return Conversion(Transcript((*head, *turns[count:])), conv.parts, conv.codec,
+    head = {turn.turn_id for turn in conv.transcript.turns[:count]}
+    return Conversion(conv.transcript.with_pinned(head), conv.parts, conv.codec,
                       conv.task_turn_id, conv.reading)
 
 
