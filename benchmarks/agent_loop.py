@@ -17,7 +17,10 @@ kept against the fewest stateless ``compact`` kept at the target.
 Also (issue 38): the floor (every call a pure append: the tokens it shares in size with the
 request before at 0.1x, the rest in full), the recompactions and their mean ``prefix_kept``; a
 compaction's target is where it aimed (``report.goal_tokens``: the target, or lower when the
-history grows fast). ``--windows 8000 --turns 120``: the 120-call loop at 8k.
+history grows fast). ``--windows 8000 --turns 120``: the 120-call loop at 8k. ``fewest``: a
+lower bound on the recompactions any session could make on this loop (each one landing at the
+first request's size plus the newest turn, clipped to a result's share, then growing as the
+history does): where it is above the target, the target cannot be met by planning.
 
 Targets: at 16k, >= 80% of consecutive requests share a prefix and >= 90% of compactions land
 within 10% of target; at 8k over 120 calls, <= 30 recompactions keeping a mean prefix of >= 0.6;
@@ -64,6 +67,10 @@ class Row:
     last_tokens: int = 0
     landings: list[float] = field(default_factory=list)
     prefix_kept: list[float] = field(default_factory=list)
+    fewest: int = 0
+    """The fewest recompactions any session could make: each landing at the least a request can
+    hold (the first request, with the newest turn clipped to a result's share of the budget)
+    and growing by what each call appends (a lower bound: no rule of what must be kept held)."""
     floor: float = 0.0
     """The cost if every call were a pure append: the tokens the previous request shares with
     this one's size at 0.1x, what it adds beyond it in full."""
@@ -127,6 +134,7 @@ def run(fmt: str, window: int, turns: int, huge_at: int, **settings: Any) -> Row
     session = CompactionSession(module.FORMAT, model=MODELS[fmt], window=window, **settings)
     row = Row(fmt, window)
     previous: list[str] | None = None
+    least = grown = held = 0  # the first request's size, the history's, the bound's request
     started = time.perf_counter()
     for number, (side, items) in enumerate(loop.requests(fmt)):
         prepared = session.prepare(_fields(fmt, side, items))
@@ -157,6 +165,12 @@ def run(fmt: str, window: int, turns: int, huge_at: int, **settings: Any) -> Row
             stateless = _stateless_kept(fmt, side, items, goal)
             row.kept_after_huge = min(len(sent), row.kept_after_huge or len(sent))
             row.stateless_after_huge = min(stateless, row.stateless_after_huge or stateless)
+        growth, grown = (report.tokens_in or 0) - grown, report.tokens_in or 0
+        least = least or grown
+        held += growth
+        if number and held > (report.trigger_tokens or held):
+            row.fewest += 1
+            held = least + min(growth, (report.prompt_budget or 0) // 4)
         previous = sent
     row.seconds = time.perf_counter() - started
     return row
@@ -184,7 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     formats = args.formats.split(",")
     print(f"agent loop: {args.turns} turns, a ~1M-character result at turn {args.huge_at}")
     print(f"{'format':10} {'window':>7} {'shared prefix':>14} {'on target':>10} "
-          f"{'landing':>13} {'cost':>10} {'floor':>10} {'recompacted':>12} {'prefix kept':>12} "
+          f"{'landing':>13} {'cost':>10} {'floor':>10} {'recompacted':>12} {'fewest':>7} "
+          f"{'prefix kept':>12} "
           f"{'kept after huge':>16} {'over':>5} {'s':>6}")
     ok = True
     for fmt in formats:
@@ -202,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{fmt:10} {window:>7} {row.shared:>3}/{pairs:<3} {share:>5.0%} "
                   f"{row.on_target:>3}/{row.compactions:<3}{target:>4.0%} {landing:>13} "
                   f"{row.cost:>10,.0f} {row.floor:>10,.0f} {recompacted:>5}/{row.calls:<6} "
-                  f"{kept_prefix:>12} {kept:>16} {row.over_budget:>5} {row.seconds:>6.1f}")
+                  f"{row.fewest:>7} {kept_prefix:>12} {kept:>16} {row.over_budget:>5} "
+                  f"{row.seconds:>6.1f}")
             if window <= 8_000 and args.turns >= 120:
                 ok &= recompacted <= 30 and kept_prefix != "-" and float(kept_prefix) >= 0.6
             elif window <= 16_000:

@@ -400,6 +400,9 @@ class TextFacts:
 
     identifiers: dict[str, Found] = field(default_factory=dict)
     names: dict[str, frozenset[str]] = field(default_factory=dict)
+    replacements: dict[tuple[object, ...], tuple[object, ...]] = field(default_factory=dict)
+    """What a policy replaced a turn with, by the policy's options and the turn's identity (the
+    turn and options kept in the value, so an identity is never read for another object's)."""
 
 
 def text_facts(transcript: Transcript) -> TextFacts:

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from .._checks import require_int, require_text
-from .._digest import DIGEST_STYLES, Found, digest_ranges, identifier_ranges, text_facts
+from .._digest import (
+    DIGEST_STYLES,
+    Found,
+    TextFacts,
+    digest_ranges,
+    identifier_ranges,
+    text_facts,
+)
 from .._references import GIVE_WAY_ORDERS, later_references
 from .._replaced import KIND_KEY, original_figures, replaced_text
 from ..actions import REPLACEMENT_KIND, Action, Excerpt, TurnReplacement
@@ -84,10 +91,26 @@ class ToolResultMaskingPolicy:
             candidates.sort(key=lambda position: (references[position] > 0, position))
         return candidates
 
+    def _remembered(self, turn: TranscriptTurn, facts: TextFacts) -> TurnReplacement:
+        """``replacement_for(turn)``, found once per turn and options in ``facts`` (a session
+        plans one history under several pins: the same turns, masked alike)."""
+        key = (id(turn), self.placeholder, self.digest_tokens, self.digest, self.estimator)
+        try:
+            entry = facts.replacements.get(key)
+        except TypeError:  # an estimator that cannot be hashed: found again each time
+            return self.replacement_for(turn, facts.identifiers)
+        if entry is not None and entry[0] is turn:
+            found = entry[1]
+            assert isinstance(found, TurnReplacement)
+            return found
+        replacement = self.replacement_for(turn, facts.identifiers)
+        facts.replacements[key] = (turn, replacement)
+        return replacement
+
     def decide(self, transcript: Transcript, budget: CompactionBudget) -> CompactionPlan:
-        known = text_facts(transcript).identifiers
+        facts = text_facts(transcript)
         return replace_tool_results(
-            transcript, budget, lambda _position, turn: self.replacement_for(turn, known),
+            transcript, budget, lambda _position, turn: self._remembered(turn, facts),
             action=Action.MASK, candidates=self.candidates(transcript, budget),
             may_replace=lambda turn: turn.metadata.get(KIND_KEY) in (None, CLIPPED),
             policy_name=self.name, policy_version=self.version, estimator=self.estimator,

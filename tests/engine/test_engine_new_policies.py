@@ -162,6 +162,42 @@ def test_a_stub_names_the_original_and_keeps_a_digest() -> None:
     assert rest[0] == "collecting tests" and "FAILED test_io.py::test_read - E1432" in rest
 
 
+def test_a_stub_is_found_once_per_turn_across_pins_and_alike_for_any_estimator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history planned under several pins (a session keeping its cached prefix) reads each
+    masked result once: the same turns get the same stubs. An estimator that cannot be hashed
+    is found again each time, with the same stubs."""
+    import cutctx.policies.tool_masking as masking_module
+
+    @dataclasses.dataclass
+    class Unhashable:  # eq without frozen: no __hash__
+        ratio: int = 4
+
+        def estimate_tokens(self, text: str) -> int:
+            return len(text) // self.ratio + 1
+
+    transcript = agent(LOG, LOG.upper(), LOG.title(), "ok")
+    found: list[str] = []
+    real = masking_module.identifier_ranges  # type: ignore[attr-defined]
+
+    def counted(content: str, *args: object, **kwargs: object) -> object:
+        found.append(content)
+        return real(content, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(masking_module, "identifier_ranges", counted)
+    budget = CompactionBudget(400, 1)
+    for estimator in (CHARS, Unhashable()):
+        found.clear()
+        policy = ToolResultMaskingPolicy(1, digest_tokens=48, digest="identifiers",
+                                         estimator=estimator)
+        plans = [policy.decide(transcript, budget)]  # then under pins, as a session does
+        plans += [policy.decide(transcript.with_pinned({pin}), budget) for pin in ("a0", "u0")]
+        assert plans[0].actions == plans[1].actions == plans[2].actions
+        masked = sum(action.action is Action.MASK for action in plans[0].actions)
+        assert masked >= 2
+        assert len(found) == (masked if estimator is CHARS else 3 * masked)
+
+
 def test_digest_tokens_zero_gives_the_plain_stub() -> None:
     transcript = agent(LOG, "ok", "ok")
     stub = {t.turn_id: t for t in view_of(

@@ -156,3 +156,30 @@ def test_the_agent_loop_benchmark_runs() -> None:
     assert row.compactions and row.on_target == row.compactions
     assert row.kept_after_huge is not None and row.stateless_after_huge is not None
     assert row.kept_after_huge >= row.stateless_after_huge
+
+
+def test_max_result_tokens_replaces_the_share_of_the_budget() -> None:
+    """``max_result_tokens`` is a result's cap in place of ``max_result_share`` (as the settings
+    table says), not the smaller of the two: a result under it stays whole even when it is
+    over a quarter of the budget, and an older one is masked instead."""
+    def output(lines: int) -> str:
+        return "\n".join(f"{n:5d}  value render module token cache" for n in range(lines))
+
+    def exchange(call_id: str, text: str) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": None, "tool_calls": [{
+                    "id": call_id, "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": text}]
+
+    newest = output(600)
+    history = [{"role": "user", "content": "Find the bug."},
+               *exchange("c1", output(400)), *exchange("c2", newest)]
+    whole = chat.count_tokens([history[0], *history[3:]], model="gpt-4o")
+    budget = whole + 600
+    empty = chat.count_tokens([history[0], *exchange("c2", "")], model="gpt-4o")
+    assert whole - empty > budget // 4
+    shared = chat.compact(history, model="gpt-4o", budget=budget)
+    assert "cutctx clipped this tool result" in str(shared.messages[-1]["content"])
+    capped = chat.compact(history, model="gpt-4o", budget=budget, max_result_tokens=budget)
+    assert not capped.report.budget_unmet
+    assert capped.messages[-1]["content"] == newest

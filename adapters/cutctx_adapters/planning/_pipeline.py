@@ -60,16 +60,18 @@ __all__ = [
 R = TypeVar("R", bound=FormatResult)
 
 
+@dataclass(frozen=True, slots=True)
 class _PaddedEstimator:
     """Estimates a mask stub as the whole masked message: text tokens plus the largest
-    non-content overhead (role, ids, framing) of any tool turn, so plans never undercount."""
+    non-content overhead (role, ids, framing) of any tool turn, so plans never undercount.
+    Equal to another over the same estimator and pad: the plans of one history under several
+    pins then share the stubs found once (``TextFacts.replacements``)."""
 
-    def __init__(self, estimator: TokenEstimator, pad: int) -> None:
-        self._estimator = estimator
-        self.pad = pad
+    estimator: TokenEstimator
+    pad: int
 
     def estimate_tokens(self, text: str) -> int:
-        return self._estimator.estimate_tokens(text) + self.pad
+        return self.estimator.estimate_tokens(text) + self.pad
 
 
 def stub_estimator(transcript: Transcript, estimator: TokenEstimator,

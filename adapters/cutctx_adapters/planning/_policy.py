@@ -146,13 +146,14 @@ def choose_policy(
         return policy
     options = options or PolicyOptions()
     people = options.keep_user_turns
+    share = options.max_result_share if options.max_result_tokens is None else None
     members: list[CompactionPolicy] = [
         DeduplicateResultsPolicy(estimator=stub_estimator),
         ToolResultClipPolicy(options.max_result_tokens,
-                             max_result_fraction=options.max_result_share,
+                             max_result_fraction=share,
                              estimator=stub_estimator),
         UserMessageClipPolicy(options.max_result_tokens,
-                              max_result_fraction=options.max_result_share,
+                              max_result_fraction=share,
                               estimator=stub_estimator),
         ToolResultMaskingPolicy(options.keep_recent_results, digest_tokens=options.digest_tokens,
                                 digest=options.digest, order=options.give_way,
@@ -165,7 +166,7 @@ def choose_policy(
                                       requirement_tokens=REQUIREMENT_TOKENS) if people
                    else DropOldestPolicy())
     return FillingPolicy(PolicyChain(members), estimator=stub_estimator,
-                         max_result_fraction=options.max_result_share,
+                         max_result_fraction=share,
                          max_result_tokens=options.max_result_tokens, people_first=people)
 
 
