@@ -156,6 +156,7 @@ def test_the_agent_loop_benchmark_runs() -> None:
     assert row.compactions and row.on_target == row.compactions
     assert row.kept_after_huge is not None and row.stateless_after_huge is not None
     assert row.kept_after_huge >= row.stateless_after_huge
+    assert 0 < row.fewest <= row.compactions  # a lower bound on what any session could do
 
 
 def test_max_result_tokens_replaces_the_share_of_the_budget() -> None:
