@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .actions import Excerpt
+from .actions import Excerpt, TurnReplacement
 from .estimator import TokenEstimator
 from .transcript import TEXT_FACTS as _TEXT_FACTS
-from .transcript import Transcript
+from .transcript import Transcript, TranscriptTurn
 
 __all__ = ["DIGEST_STYLES", "LINE_CHARS", "Found", "Lines", "TextFacts", "choose", "digest",
            "digest_ranges", "identifier_ranges", "identifiers", "lines_of", "share_text_facts",
@@ -400,23 +400,25 @@ class TextFacts:
 
     identifiers: dict[str, Found] = field(default_factory=dict)
     names: dict[str, frozenset[str]] = field(default_factory=dict)
-    replacements: dict[tuple[object, ...], tuple[object, ...]] = field(default_factory=dict)
+    replacements: dict[tuple[object, ...], tuple[TranscriptTurn, TurnReplacement]] = field(
+        default_factory=dict)
     """What a policy replaced a turn with, by the policy's options and the turn's identity (the
     turn and options kept in the value, so an identity is never read for another object's)."""
 
 
 def text_facts(transcript: Transcript) -> TextFacts:
-    """The facts found so far in ``transcript``'s texts (made empty on first use)."""
-    found: TextFacts | None = transcript._derived.get(_TEXT_FACTS)
-    if found is None:
-        found = transcript._derived[_TEXT_FACTS] = TextFacts()
-    return found
+    """The facts found so far in ``transcript``'s texts (made empty on first use, in the holder
+    its pinned copies share: ``Transcript.with_pinned``)."""
+    holder: list[TextFacts] = transcript._derived.setdefault(_TEXT_FACTS, [])
+    if not holder:
+        holder.append(TextFacts())
+    return holder[0]
 
 
 def share_text_facts(source: Transcript, view: Transcript) -> Transcript:
     """``view`` (a transcript planned over in ``source``'s place, holding its texts) reading
     and adding to ``source``'s text facts."""
-    view._derived[_TEXT_FACTS] = text_facts(source)
+    view._derived[_TEXT_FACTS] = source._derived.setdefault(_TEXT_FACTS, [])
     return view
 
 

@@ -217,6 +217,7 @@ class Transcript:
         for key in _TEXT_DERIVED:
             if key in self._derived:
                 out._derived[key] = self._derived[key]
+        out._derived[TEXT_FACTS] = self._derived.setdefault(TEXT_FACTS, [])  # found later too
         return out
 
     def token_estimate(self) -> int:
@@ -240,9 +241,10 @@ class Transcript:
 
 
 TEXT_FACTS = ("text facts", None)
-"""Where a transcript keeps what was found in its texts (``_digest.TextFacts``)."""
-_TEXT_DERIVED = ("ids", ("tokens", None), TEXT_FACTS)
-"""Derived facts that depend on the turns' ids, estimates and texts alone, not on their pins."""
+"""Where a transcript keeps the holder of what was found in its texts (``_digest.TextFacts``),
+shared with its pinned copies whether found yet or not."""
+_TEXT_DERIVED = ("ids", ("tokens", None))
+"""Derived facts that depend on the turns' ids and estimates alone, not on their pins."""
 
 _set_turns = Transcript.__dict__["turns"].__set__
 _set_derived = Transcript.__dict__["_derived"].__set__

@@ -100,9 +100,7 @@ class ToolResultMaskingPolicy:
         except TypeError:  # an estimator that cannot be hashed: found again each time
             return self.replacement_for(turn, facts.identifiers)
         if entry is not None and entry[0] is turn:
-            found = entry[1]
-            assert isinstance(found, TurnReplacement)
-            return found
+            return entry[1]
         replacement = self.replacement_for(turn, facts.identifiers)
         facts.replacements[key] = (turn, replacement)
         return replacement
