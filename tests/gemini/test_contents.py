@@ -217,6 +217,19 @@ def test_images_cost_by_model_and_resolution() -> None:
     assert contents.count_tokens(image("MEDIA_RESOLUTION_LOW"), model="gemini-3-pro") == 288
 
 
+def test_a_session_counts_images_by_its_model_rules() -> None:
+    """A session counts through its own cache of the format's estimator: the model it counts
+    for still picks the media rules (Gemini 2.5's tiles, not Gemini 3's flat price)."""
+    from cutctx_adapters import CompactionSession
+
+    history = [{"role": "user", "parts": [
+        {"text": "What is on this screen?"},
+        {"inline_data": {"mime_type": "image/png", "data": png(1600, 900)}}]}]
+    session = CompactionSession(contents.FORMAT, model=MODEL, window=1_000_000)
+    report = session.prepare(model=MODEL, contents=history).report
+    assert report.tokens_in == contents.count_tokens(history, model=MODEL)
+
+
 def test_count_is_the_same_for_every_spelling() -> None:
     history = every_part()
     counts = {contents.count_tokens(value, model=MODEL)

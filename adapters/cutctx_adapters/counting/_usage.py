@@ -127,6 +127,12 @@ class UsageEstimator(CalibratedEstimator):
         name = getattr(self.inner, "encoding_name", None)
         return name if isinstance(name, str) else None
 
+    @property
+    def model(self) -> str | None:
+        """The model the inner estimator counts for (a format's media rules follow it)."""
+        model = getattr(self.inner, "model", None)
+        return model if isinstance(model, str) else None
+
 
 def calibration_of(estimator: TokenEstimator) -> Calibration | None:
     """The calibration an estimator applies, if it is a ``UsageEstimator``."""

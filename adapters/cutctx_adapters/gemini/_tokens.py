@@ -164,8 +164,9 @@ class GeminiTokenCounter:
 
     def __init__(self, estimator: TokenEstimator | None = None, *, model: str | None = None,
                  calibration: float | None = None) -> None:
-        if model is None and isinstance(estimator, ModelEstimator):
-            model = estimator.model
+        if model is None:  # a ModelEstimator's, also through a session's cache of its counts
+            named: Any = getattr(estimator, "model", None)
+            model = named if isinstance(named, str) else None
         self.model = check_model(model)
         factor = CALIBRATION if calibration is None else calibration
         self.text_estimator = CalibratedEstimator(chosen_estimator(estimator, None), factor)

@@ -24,10 +24,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack
 
-from cutctx import TokenEstimator, Transcript, ValidationError
+from cutctx import TokenEstimator, ValidationError
 
 from .. import planning
 from ..history import KIND_KEY, SUMMARY_HEADER, Conversion, plain_tools
@@ -132,10 +132,11 @@ def protect(conv: Conversion[Any], allowance: int) -> Conversion[Any]:
     if needed > allowance or all(turn.pinned for turn in turns[start:]):
         return conv
     # A turn an earlier compaction replaced (a session's view) stays as it is: already final.
-    pinned = tuple(turn if position < start or turn.pinned or KIND_KEY in turn.metadata
-                   else replace(turn, pinned=True) for position, turn in enumerate(turns))
-    return Conversion(Transcript(pinned), conv.parts, conv.codec, conv.task_turn_id,
-                      conv.reading)
+    # Pinned through ``with_pinned``: what was found in the texts is shared, not found again.
+    current = {turn.turn_id for turn in turns[start:]
+               if not turn.pinned and KIND_KEY not in turn.metadata}
+    return Conversion(conv.transcript.with_pinned(current), conv.parts, conv.codec,
+                      conv.task_turn_id, conv.reading)
 
 
 def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> planning.Job:
