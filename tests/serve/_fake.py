@@ -2,13 +2,15 @@
 
 Every request it receives is recorded and checked: a valid history of its format (cutctx's own
 validators) within the model's window (cutctx's own counts), else it answers the provider's
-context-length error. Faults can be queued (a status and body, or a hang), and a stream can be
+context-length error. Faults can be queued (a status and body, plain or gzipped, or a hang), and a
+stream can be
 held back chunk by chunk (``gate``) to show the proxy relays each as it comes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -209,6 +211,9 @@ def fake_app(fake: Fake) -> Starlette:
             await asyncio.sleep(value)
             return None
         status, body = value
+        if kind == "gzipped":  # as an upstream compressing its answers sends an error
+            return Response(gzip.compress(json.dumps(body).encode()), status, headers={
+                "content-type": "application/json", "content-encoding": "gzip"})
         return JSONResponse(body, status)
 
     def handler(kind: str, counts: bool = False) -> Any:

@@ -130,6 +130,19 @@ def test_upstream_errors_come_back_with_their_status_and_body(
     assert len(state.of("/v1/chat/completions")) == 1
 
 
+def test_a_compressed_upstream_error_comes_back_readable(
+        fake: tuple[Fake, Served], proxy: ProxyFactory) -> None:
+    """An error read whole (to see whether it is a context-length error) is passed on as read:
+    decoded, so without the upstream's content-encoding."""
+    state, _ = fake
+    served = proxy(SETTINGS)
+    error = {"error": {"message": "upstream says no", "type": "x", "code": "y"}}
+    state.faults.append(("gzipped", (400, error)))
+    response = httpx2.post(f"{served.url}/v1/chat/completions", json=_chat(_history(1)),
+                           headers={"authorization": "Bearer k", "accept-encoding": "gzip"})
+    assert response.status_code == 400 and response.json() == error
+
+
 def test_an_upstream_timeout_is_a_504_and_a_dead_upstream_a_502(
         fake: tuple[Fake, Served], proxy: ProxyFactory) -> None:
     state, _ = fake

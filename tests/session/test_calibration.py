@@ -318,3 +318,35 @@ def test_a_session_corrects_only_the_model_it_heard_of() -> None:
     calibrated = session.prepare(input=text).report
     assert calibrated.calibration == after and "estimates ×2" in str(calibrated)
     assert calibrated.to_dict()["calibration"]["factor"] == 2.0
+
+
+def test_a_session_fed_usage_reads_only_what_each_call_appends() -> None:
+    """A reading that keeps the factor (one more observation, a new ratio) keeps the estimator:
+    the session reads on from what it converted instead of counting the history again."""
+    class Counting:
+        def __init__(self) -> None:
+            self.inner, self.calls = TiktokenEstimator("gpt-4o"), 0
+
+        def estimate_tokens(self, text: str) -> int:
+            self.calls += 1
+            return self.inner.estimate_tokens(text)
+
+    estimator = Counting()
+    session = CompactionSession(messages.FORMAT, MODEL, estimator=estimator)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for number in range(40):
+        history += [{"role": "assistant", "content": f"Step {number}: I ran the tests again."},
+                    {"role": "user", "content": f"Result {number}: 3 failed, 97 passed."}]
+    spent = []
+    for number in range(8):
+        history = [*history, {"role": "assistant", "content": f"Reply {number}."},
+                   {"role": "user", "content": f"Go on with step {number}."}]
+        before = estimator.calls
+        report = session.prepare(messages=history, max_tokens=MAX_TOKENS).report
+        spent.append(estimator.calls - before)
+        assert report.tokens_sent is not None
+        factor = report.calibration.factor if report.calibration else 1.0
+        billed = round(report.tokens_sent / factor * 1.3)  # a steady 1.3 of the raw estimate
+        session.observe_usage(report, {"usage": {"input_tokens": billed}})
+    assert spent[0] > 80  # the first call reads the whole history
+    assert max(spent[3:]) < 20  # then only what each call appends, the factor settled

@@ -249,10 +249,12 @@ class Proxy:
 
     def _whole(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
                response: httpx2.Response, body: bytes) -> Response:
-        """An upstream answer read whole (an error), passed on with its status and body."""
+        """An upstream answer read whole (an error), passed on with its status and body: read
+        decoded, so sent without the upstream's ``content-encoding`` (its length is the
+        body's)."""
         answer = Response(body, status_code=response.status_code)
         headers = [(name, value) for name, value in response.headers.multi_items()
-                   if name.lower() != "content-length"]
+                   if name.lower() != "content-encoding"]
         answer.raw_headers = _raw([*to_client(headers, outcome.headers),
                                    ("content-length", str(len(body)))])
         self._done(endpoint, outcome, {**fields, "status": response.status_code})

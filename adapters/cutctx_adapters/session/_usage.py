@@ -82,7 +82,10 @@ class UsageRecords:
             return base
         with self._lock:
             found = self._estimators.get((id(base), record.factor))
-            if found is not None and found[0] is base and found[1].calibration == record:
+            if found is not None and found[0] is base:
+                # counts follow the factor alone: a reading that keeps it (a new ratio, one
+                # more observation) is reported, and what was converted is read on from
+                found[1].calibration = record
                 return found[1]
             if len(self._estimators) >= 64:
                 self._estimators.clear()
