@@ -56,6 +56,9 @@ class Fake:
     lock: threading.Lock = field(default_factory=threading.Lock)
     check: bool = True
     """False: answer at once, reading nothing (a baseline for benchmarks, whatever the size)."""
+    billed: float = 1.0
+    """The input a reply's usage reports, as a multiple of cutctx's own count of the request
+    (a provider whose tokenizer counts otherwise)."""
 
     def of(self, path: str) -> list[Received]:
         return [request for request in self.received if request.path == path]
@@ -239,6 +242,8 @@ def fake_app(fake: Fake) -> Starlette:
                 return _too_long(kind, counted, limit)
             make, stream = _REPLIES[kind]
             reply = make(body, len(fake.received))
+            reply["usage"]["prompt_tokens" if kind == "chat" else "input_tokens"] = round(
+                counted * fake.billed)
             if not body.get("stream"):
                 return JSONResponse(reply)
             return StreamingResponse(_paced(stream(reply)), media_type="text/event-stream",

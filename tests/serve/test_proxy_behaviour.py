@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from cutctx_adapters import CompactionSettings
+from cutctx_adapters.openai import chat
 from tests.serve._fake import Fake
 from tests.serve._histories import SYSTEM, TOOLS_CHAT, chat_turn, messages_turn
 from tests.serve._served import Served
@@ -141,6 +142,31 @@ def test_a_compressed_upstream_error_comes_back_readable(
     response = httpx2.post(f"{served.url}/v1/chat/completions", json=_chat(_history(1)),
                            headers={"authorization": "Bearer k", "accept-encoding": "gzip"})
     assert response.status_code == 400 and response.json() == error
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_usage_replies_report_corrects_later_estimates(
+        fake: tuple[Fake, Served], proxy: ProxyFactory, stream: bool) -> None:
+    """As a wrapped client's session does, the proxy's learns from each reply's usage: a
+    provider that bills 1.6 times cutctx's count is estimated at 1.6 times from then on."""
+    state, _ = fake
+    state.billed = 1.6
+    served = proxy(SETTINGS)
+    history = _history(0)
+    ratios = []
+    for turn in range(4):
+        history = [*history, *chat_turn(turn)]
+        with httpx2.Client(timeout=10) as client, client.stream(
+                "POST", f"{served.url}/v1/chat/completions",
+                json=_chat(history, stream=stream),
+                headers={"authorization": "Bearer k"}) as response:
+            response.read()
+            estimate = int(response.headers["x-cutctx-tokens-sent"])
+        sent = state.of("/v1/chat/completions")[-1].json
+        ratios.append(estimate / chat.count_tokens(sent["messages"], model="gpt-4o",
+                                                   tools=sent["tools"]))
+    assert ratios[0] == pytest.approx(1.0, abs=0.02)
+    assert ratios[-1] == pytest.approx(1.6, rel=0.05)
 
 
 def test_an_upstream_timeout_is_a_504_and_a_dead_upstream_a_502(

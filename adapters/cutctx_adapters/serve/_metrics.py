@@ -18,6 +18,7 @@ from prometheus_client import (
 )
 
 from .. import CallReport
+from ..counting import reported_input
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -84,7 +85,7 @@ class Metrics:
 
     def usage(self, endpoint: str, usage: Mapping[str, Any] | None, estimate: int | None) -> None:
         """The provider's own input count for a reply, against cutctx's estimate."""
-        billed = _input_tokens(usage)
+        billed = reported_input(usage)
         if billed is None:
             return
         self.upstream_input.labels(endpoint).inc(billed)
@@ -93,19 +94,3 @@ class Metrics:
 
     def text(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def _input_tokens(usage: Mapping[str, Any] | None) -> int | None:
-    """Input tokens of a usage block of any of the three APIs (Anthropic's cache reads and
-    writes included: they are input too)."""
-    if not isinstance(usage, Mapping):
-        return None
-    total = 0
-    found = False
-    for name in ("prompt_tokens", "input_tokens", "cache_read_input_tokens",
-                 "cache_creation_input_tokens"):
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            total += value
-            found = True
-    return total if found else None

@@ -231,18 +231,23 @@ class Proxy:
         finally:
             await response.aclose()
             if reader is not None and cut is None:
-                self._keep_reply(endpoint, outcome, reader)
+                await self._keep_reply(endpoint, outcome, reader)
             self._done(endpoint, outcome, {**fields, "status": response.status_code,
                                            "upstream_ms": round(
                                                (time.perf_counter() - started) * 1000, 1),
                                            "cut": cut})
 
-    def _keep_reply(self, endpoint: Endpoint, outcome: _Outcome, reader: ReplyReader) -> None:
+    async def _keep_reply(self, endpoint: Endpoint, outcome: _Outcome,
+                          reader: ReplyReader) -> None:
+        """The reply's copy for the lineage; the input it reports for the metrics and for the
+        session, whose later estimates follow it (as a wrapped client's do)."""
         reply = reader.reply()
         if reply is None:
             return
-        self.metrics.usage(endpoint.name, reply.usage,
-                           outcome.report.tokens_sent if outcome.report else None)
+        report, conversation = outcome.report, outcome.conversation
+        self.metrics.usage(endpoint.name, reply.usage, report.tokens_sent if report else None)
+        if report is not None and conversation is not None and reply.usage is not None:
+            await conversation.session.aobserve_usage(report, reply.usage)
         match = outcome.match
         if match is not None and match.lineage.items is outcome.items:
             match.lineage.reply = reply.items
