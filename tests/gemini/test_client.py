@@ -23,6 +23,7 @@ from tests.gemini.api import (
     MODEL,
     SUMMARY_MODEL,
     SUMMARY_TEXT,
+    answer,
     api,
     bodies,
     main_bodies,
@@ -241,3 +242,69 @@ def test_http_errors_are_the_sdks_own(api: respx.Router) -> None:
         400, json={"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}}))
     with pytest.raises(genai.errors.ClientError):
         wrap().models.generate_content(model=MODEL, contents=agent_history(2))
+
+
+def _near_the_trigger() -> list[dict[str, Any]]:
+    """One user content whose estimate is just under the trigger (within 10% of it)."""
+    def history(repeats: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "parts": [{"text": "alpha beta " * repeats}]}]
+
+    each = contents.count_tokens(history(1_000), model=MODEL) / 1_000
+    trigger = int(BUDGET * 0.95)  # the default trigger leaves the format's margin
+    return history(int(0.96 * trigger / each))
+
+
+def test_the_exact_counter_asks_count_tokens_near_the_limit(api: respx.Router) -> None:
+    """``counter="provider"``: near the trigger, ``models.count_tokens`` is asked (sync and
+    async), its count corrects the estimate; far from it, it is not asked."""
+    generate = api.post(path__regex=r":generateContent$").mock(side_effect=answer)
+    counted = api.post(path__regex=r":countTokens$").mock(
+        return_value=httpx.Response(200, json={"totalTokens": 1234}))
+    reports: list[CallReport] = []
+    client = wrap(reports, counter="provider")
+    client.models.generate_content(model=MODEL, contents=[
+        {"role": "user", "parts": [{"text": "Hello."}]}])
+    assert counted.call_count == 0
+    near = _near_the_trigger()
+    client.models.generate_content(model=MODEL, contents=near)
+    assert counted.call_count == 1 and client.exact_counts["gemini"].asked == 1
+    assert json.loads(counted.calls[-1].request.content)["contents"] == near
+    asyncio.run(client.aio.models.generate_content(model=MODEL, contents=[
+        *near, {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"text": "Again."}]}]))
+    assert generate.call_count == 3
+    assert reports[-1].calibration is not None  # the exact count taught the estimate
+
+
+def test_the_developer_api_counts_no_system_instruction_so_the_estimate_stands(
+        api: respx.Router) -> None:
+    generate = api.post(path__regex=r":generateContent$").mock(side_effect=answer)
+    counted = api.post(path__regex=r":countTokens$").mock(
+        return_value=httpx.Response(200, json={"totalTokens": 1234}))
+    reports: list[CallReport] = []
+    client = wrap(reports, counter="provider")
+    client.models.generate_content(model=MODEL, contents=_near_the_trigger(),
+                                   config={"system_instruction": "Be terse."})
+    assert client.exact_counts["gemini"].asked == 1 and counted.call_count == 0
+    assert generate.call_count == 1 and reports[-1].calibration is None
+
+
+def test_the_usage_a_reply_reports_corrects_later_estimates(api: respx.Router) -> None:
+    def billed(request: httpx.Request) -> httpx.Response:
+        sent = json.loads(request.content)["contents"]
+        body = reply()
+        body["usageMetadata"]["promptTokenCount"] = round(
+            1.5 * contents.count_tokens(sent, model=MODEL))
+        return httpx.Response(200, json=body)
+
+    api.post(path__regex=r":generateContent$").mock(side_effect=billed)
+    reports: list[CallReport] = []
+    client = wrap(reports)
+    history: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": "Fix the test. " + "alpha beta " * 300}]}]
+    for turn in range(3):
+        client.models.generate_content(model=MODEL, contents=history)
+        history += [{"role": "model", "parts": [{"text": f"Step {turn}."}]},
+                    {"role": "user", "parts": [{"text": f"Go on {turn}."}]}]
+    calibration = reports[-1].calibration
+    assert calibration is not None and calibration.factor == pytest.approx(1.5, rel=0.05)

@@ -43,10 +43,10 @@ _CLIENTS = ("Anthropic", "AsyncAnthropic", "AnthropicBedrock", "AsyncAnthropicBe
 Foundry clients subclass the first-party ones)."""
 
 
-def _count(client: Any) -> Any:
-    """The client's exact count (``counter="provider"``): ``messages.count_tokens`` (on Bedrock
-    the SDK refuses it, and the estimate stands)."""
-    return client.messages.count_tokens
+def _count(messages_resource: Any) -> Any:
+    """The exact count of a wrapped ``messages`` (``counter="provider"``): its
+    ``count_tokens`` (on Bedrock the SDK refuses it, and the estimate stands)."""
+    return messages_resource.count_tokens
 
 
 def _messages(wrapper: CompactingAnthropic[Any]) -> Any:

@@ -6,6 +6,7 @@ are made of; ``ProviderSummarizer`` is what ``OpenAISummarizer`` and ``Anthropic
 fill in.
 """
 
+from ._counting import Count
 from ._sdk import check_client, is_async_client
 from ._summarizer import ProviderSummarizer
 from ._wrapper import CompactingClient, CompactingResource, Namespace, SdkView
@@ -13,6 +14,7 @@ from ._wrapper import CompactingClient, CompactingResource, Namespace, SdkView
 __all__ = [
     "CompactingClient",
     "CompactingResource",
+    "Count",
     "Namespace",
     "ProviderSummarizer",
     "SdkView",

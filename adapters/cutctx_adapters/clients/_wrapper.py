@@ -179,7 +179,7 @@ class CompactingClient(Generic[ClientT]):
 
     def __init__(self, client: ClientT, formats: Collection[HistoryFormat], *,
                  settings: CompactionSettings | None = None,
-                 counters: Mapping[str, Callable[[Any], Count]] | None = None,
+                 counters: Mapping[str, Callable[[Any], Count | None]] | None = None,
                  **keywords: Unpack[SettingsKeywords]) -> None:
         self._client = client
         self._is_async = is_async_client(client)
@@ -190,18 +190,23 @@ class CompactingClient(Generic[ClientT]):
             fmt.name: CompactionSession(fmt, settings=self.settings) for fmt in formats
         }
         self._counters = dict(counters or {}) if self.settings.counter == "provider" else {}
-        """Per format, the provider's count endpoint of a client (``counter="provider"``)."""
+        """Per format, the provider's count endpoint of a wrapped resource (``counter=
+        "provider"``; None where the resource has none)."""
         self.exact_counts: dict[str, ExactCounts] = {fmt.name: ExactCounts() for fmt in formats}
         """Per format, the exact counts asked for (``counter="provider"``) and how often."""
 
     def _notify(self, report: CallReport) -> None:
         self.last_report = report
 
-    def _compacting(self, resource: Any, format_name: str, methods: Collection[str]) -> Any:
+    def _compacting(self, resource: Any, format_name: str, methods: Collection[str], *,
+                    is_async: bool | None = None) -> Any:
+        """``resource`` compacting its ``methods``' histories in the format's session
+        (``is_async``: its methods are awaited; by default as the wrapped client's are)."""
         counter = self._counters.get(format_name)
         return CompactingResource(resource, self.sessions[format_name], methods,
-                                  is_async=self._is_async, notify=self._notify,
-                                  count=None if counter is None else counter(self._client),
+                                  is_async=self._is_async if is_async is None else is_async,
+                                  notify=self._notify,
+                                  count=None if counter is None else counter(resource),
                                   counts=self.exact_counts[format_name])
 
     @property

@@ -147,9 +147,10 @@ def near_limit(tokens: int | None, *limits: int | None, margin: float = NEAR) ->
     return any(limit is not None and abs(tokens - limit) <= margin * limit for limit in limits)
 
 
-_INPUT = ("input_tokens", "prompt_tokens")
+_INPUT = ("input_tokens", "prompt_tokens", "prompt_token_count")
 """The input a usage reports: Anthropic's and Responses' ``input_tokens``, Chat's
-``prompt_tokens`` (OpenAI counts cached input inside them)."""
+``prompt_tokens`` (OpenAI counts cached input inside them), Gemini's ``prompt_token_count``
+(cached content inside it too)."""
 _CACHE = ("cache_creation_input_tokens", "cache_read_input_tokens")
 """Anthropic reports cache writes and reads beside ``input_tokens``: they are input too."""
 _HOLDERS = ("usage", "message", "response", "chunk", "usage_metadata")

@@ -33,8 +33,9 @@ from ._codec import (
 from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
-__all__ = ["Config", "Reading", "conversion_of", "current_turn", "extended", "plain_contents",
-           "read_config", "read_content", "read_parts", "to_transcript", "validate"]
+__all__ = ["Config", "Reading", "config_field", "conversion_of", "current_turn", "extended",
+           "plain_contents", "read_config", "read_content", "read_parts", "to_transcript",
+           "validate"]
 
 _ROLES = ("user", "model")
 _MODEL_ONLY = frozenset({"function_call", "executable_code", "code_execution_result",
@@ -57,7 +58,8 @@ class Config:
     cached_content: str | None = None
 
 
-def _config_field(config: Any, name: str) -> Any:
+def config_field(config: Any, name: str) -> Any:
+    """A config's field, from a mapping (either spelling) or a ``GenerateContentConfig``."""
     if isinstance(config, Mapping):
         return given(field(config, name))
     return given(getattr(config, name, None))
@@ -79,17 +81,17 @@ def read_config(config: Any) -> Config:
     """The parts of a config (a dict or an SDK ``GenerateContentConfig``) that count."""
     if config is None:
         return Config()
-    system = _config_field(config, "system_instruction")
-    tools = _config_field(config, "tools")
+    system = config_field(config, "system_instruction")
+    tools = config_field(config, "tools")
     if tools is not None and (isinstance(tools, str | bytes | Mapping)
                               or not isinstance(tools, Sequence)):
         raise invalid("config", 0, "tools", "tools_type", "tools must be a list")
     plain_tools = tuple(_tool_of(tool, k) for k, tool in enumerate(tools or ()))
-    cached = _config_field(config, "cached_content")
+    cached = config_field(config, "cached_content")
     return Config(
         None if system is None else to_plain(_bytes_free(system), where="system_instruction"),
         plain_tools,
-        to_plain(_config_field(config, "tool_config"), where="tool_config"),
+        to_plain(config_field(config, "tool_config"), where="tool_config"),
         cached if isinstance(cached, str) and cached else None,
     )
 

@@ -10,15 +10,18 @@ checkers too. ``interactions.create`` with a ``previous_interaction_id`` and Liv
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Unpack
 
 from google.genai.chats import AsyncChats, Chats
 from google.genai.client import AsyncClient, Client
 from google.genai.models import Models
 
-from ..clients import CompactingClient, CompactingResource, Namespace, SdkView, check_client
+from ..clients import CompactingClient, Count, Namespace, SdkView, check_client
 from ..settings import CompactionSettings, SettingsKeywords
 from . import contents
+from ._reading import config_field
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -32,8 +35,37 @@ _GENERATE = ("generate_content", "generate_content_stream")
 
 def _resource(wrapper: CompactingGenAI, resource: Any, methods: tuple[str, ...], *,
               is_async: bool) -> Any:
-    return CompactingResource(resource, wrapper.sessions[contents.FORMAT.name], methods,
-                              is_async=is_async, notify=wrapper._notify)
+    return wrapper._compacting(resource, contents.FORMAT.name, methods, is_async=is_async)
+
+
+def _count(models: Any) -> Count | None:
+    """The exact count of a wrapped ``models`` (``counter="provider"``): its ``count_tokens``
+    of the request's contents, with the config's system instruction and tools where the API
+    counts them (Vertex AI). The Developer API counts contents alone: a request with either is
+    not counted there (its estimate stands). None for a resource without the endpoint."""
+    endpoint = getattr(models, "count_tokens", None)
+    if endpoint is None:
+        return None
+    vertex = bool(getattr(getattr(models, "_api_client", None), "vertexai", False))
+
+    def count(*, model: str, contents: Any, config: Any = None) -> Any:
+        extra = {name: value for name in ("system_instruction", "tools")
+                 if (value := config_field(config, name)) is not None}
+        if extra and not vertex:
+            raise ValueError("the Developer API counts contents alone")
+        counted = endpoint(model=model, contents=contents, config=extra or None)
+        return _total(counted) if not inspect.isawaitable(counted) else _atotal(counted)
+
+    return count
+
+
+def _total(response: Any) -> dict[str, Any]:
+    """A ``CountTokensResponse`` as the input tokens it counted."""
+    return {"input_tokens": getattr(response, "total_tokens", None)}
+
+
+async def _atotal(response: Awaitable[Any]) -> dict[str, Any]:
+    return _total(await response)
 
 
 class _ChatModels(Models):
@@ -118,7 +150,8 @@ class CompactingGenAI(CompactingClient[Client]):
     def __init__(self, client: Client, *, settings: CompactionSettings | None = None,
                  **keywords: Unpack[SettingsKeywords]) -> None:
         check_client(client, "CompactingGenAI", "google.genai", ("Client",))
-        super().__init__(client, (contents.FORMAT,), settings=settings, **keywords)
+        super().__init__(client, (contents.FORMAT,), settings=settings,
+                         counters={contents.FORMAT.name: _count}, **keywords)
 
     @property
     def interactions(self) -> Any:

@@ -43,6 +43,7 @@ from ..settings import (
 from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
 from ._reading import (
     Config,
+    config_field,
     conversion_of,
     current_turn,
     extended,
@@ -309,9 +310,5 @@ def read_generation(request: Mapping[str, Any]) -> Mapping[str, Any]:
     config = planning.given(request.get("config"))
     if config is None:
         return {}
-    if isinstance(config, Mapping):
-        value = config.get("max_output_tokens", config.get("maxOutputTokens"))
-    else:
-        value = getattr(config, "max_output_tokens", None)
-    return {"max_output_tokens": value}
+    return {"max_output_tokens": config_field(config, "max_output_tokens")}
 

@@ -24,10 +24,10 @@ OpenAIClientT = TypeVar("OpenAIClientT", bound="OpenAI | AsyncOpenAI")
 _METHODS = ("create", "parse", "stream")
 
 
-def _count(client: Any) -> Any:
-    """The client's exact count for Responses (``counter="provider"``): its
-    ``responses.input_tokens.count``; Chat Completions has none (and counts exactly anyway)."""
-    return client.responses.input_tokens.count
+def _count(responses_resource: Any) -> Any:
+    """The exact count of a wrapped ``responses`` (``counter="provider"``): its
+    ``input_tokens.count``; Chat Completions has none (and counts exactly anyway)."""
+    return responses_resource.input_tokens.count
 
 
 def _chat(wrapper: CompactingOpenAI[Any]) -> Any:
