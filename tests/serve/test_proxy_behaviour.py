@@ -169,6 +169,24 @@ def test_the_usage_replies_report_corrects_later_estimates(
     assert ratios[-1] == pytest.approx(1.6, rel=0.05)
 
 
+def test_a_count_between_two_calls_is_no_step_of_the_lineage(
+        fake: tuple[Fake, Served], proxy: ProxyFactory) -> None:
+    """An agent that counts its next request before sending it: the request still continues
+    the lineage as sent, its reply resent as it came."""
+    served = proxy(SETTINGS)
+    history: list[Any] = [{"role": "user", "content": "Fix it."}, *messages_turn(0)]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 400, "messages": history}
+    reply = httpx2.post(f"{served.url}/v1/messages", json=body).json()
+    history = [*history, {"role": "assistant", "content": reply["content"]},
+               {"role": "user", "content": "Go on."}]
+    httpx2.post(f"{served.url}/v1/messages/count_tokens",
+                json={"model": "claude-sonnet-4-5", "messages": history})
+    httpx2.post(f"{served.url}/v1/messages", json={**body, "messages": history})
+    metrics = httpx2.get(f"{served.url}/metrics").text
+    assert 'cutctx_proxy_replies_resent_total{as_received="true"} 1.0' in metrics
+    assert 'as_received="false"' not in metrics
+
+
 def test_an_upstream_timeout_is_a_504_and_a_dead_upstream_a_502(
         fake: tuple[Fake, Served], proxy: ProxyFactory) -> None:
     state, _ = fake

@@ -12,7 +12,7 @@ import cutctx
 from ._errors import EXIT_BAD_INPUT
 from ._formats import FORMATS
 from ._io import DEFAULT_MAX_BYTES
-from ._options import DEFAULT_RESERVE, POLICIES
+from ._options import DEFAULT_RESERVE, POLICIES, whole_number
 
 __all__ = ["build_parser"]
 
@@ -44,16 +44,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"cutctx: error: {' '.join(message.split())} (see {self.prog} --help)\n")
         raise SystemExit(EXIT_BAD_INPUT)
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
 
 
 def _index(text: str) -> int:
@@ -88,22 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--model", help="model for token counts and the context window "
                         "(default: the file's, else the format's default)")
     source.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    source.add_argument("--max-bytes", type=_count, metavar="N", default=DEFAULT_MAX_BYTES,
+    source.add_argument("--max-bytes", type=whole_number, metavar="N", default=DEFAULT_MAX_BYTES,
                         help=f"read at most N bytes of FILE (default {DEFAULT_MAX_BYTES:,})")
 
     plan = _Parser(add_help=False)
-    plan.add_argument("--budget", type=_count, metavar="N",
+    plan.add_argument("--budget", type=whole_number, metavar="N",
                       help="prompt budget in tokens (default: the model's window minus the "
                            "reserve)")
-    plan.add_argument("--window", type=_count, metavar="N",
+    plan.add_argument("--window", type=whole_number, metavar="N",
                       help="context window in tokens (default: the model's)")
-    plan.add_argument("--reserve", type=_count, metavar="N",
+    plan.add_argument("--reserve", type=whole_number, metavar="N",
                       help="tokens kept for the reply (default: the body's max_tokens / "
                            f"max_completion_tokens / max_output_tokens, else {DEFAULT_RESERVE})")
     # Planning options only: ``count`` plans nothing, so it does not take them.
     plan.add_argument("--pin", type=_index, nargs="+", action="extend", metavar="INDEX",
                       help="message/item indexes no policy may touch (negative from the end)")
-    plan.add_argument("--keep-recent", type=_count, metavar="K",
+    plan.add_argument("--keep-recent", type=whole_number, metavar="K",
                       help="protect the K most recent turns (default 4)")
     plan.add_argument("--policy", choices=POLICIES, default="default",
                       help="default: the library's chain — deduplicate identical tool results, "
@@ -115,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="let the first user message (the task) be compacted like any other")
     plan.add_argument("--no-keep-user-turns", dest="keep_user_turns", action="store_false",
                       default=None, help="drop user messages with the oldest turns, not last")
-    plan.add_argument("--digest-tokens", type=_count, metavar="N",
+    plan.add_argument("--digest-tokens", type=whole_number, metavar="N",
                       help="tokens of digest a masked tool result keeps (0: none; default 48)")
-    plan.add_argument("--max-result-tokens", type=_count, metavar="N",
+    plan.add_argument("--max-result-tokens", type=whole_number, metavar="N",
                       help="clip tool results over N tokens (default: a quarter of the budget)")
     plan.add_argument("--strict", action="store_true", default=None,
                       help="refuse (exit 2) rather than relax protection or clip the newest turn")

@@ -44,7 +44,7 @@ def inspect(args: argparse.Namespace) -> int:
     model = resolve_model(args.model, doc)
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)
     estimator = doc.format.text_estimator(model)
-    summarizer = build_summarizer(args.summarizer, model, estimator)
+    summarizer = build_summarizer(args.summarizer, estimator)
     with _refusals(doc, budget):
         job = _plan(doc, args, model, budget.tokens,
                     build_policy(args.policy, estimator, summarizer), summarizer)
@@ -106,7 +106,7 @@ def compact(args: argparse.Namespace) -> int:
     model = resolve_model(args.model, doc)
     budget = resolve_budget(args.budget, args.window, args.reserve, model, doc)
     estimator = doc.format.text_estimator(model)
-    summarizer = build_summarizer(args.summarizer, model, estimator)
+    summarizer = build_summarizer(args.summarizer, estimator)
     policy = build_policy(args.policy, estimator, summarizer)
     with _refusals(doc, budget):
         result = doc.format.compact(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -134,13 +135,14 @@ class _Masking:
         return ObservationMaskingPolicy(estimator=stubs).decide(transcript, budget)
 
 
-def build_summarizer(spec: str, model: str,
-                     text_estimator: TokenEstimator) -> Summarizer | None:
+def build_summarizer(spec: str, text_estimator: TokenEstimator, *,
+                     asynchronous: bool = False) -> Summarizer | None:
     """``none`` (no summaries: the library's default), ``offline`` (deterministic, no model),
     or ``openai:MODEL`` / ``anthropic:MODEL``.
 
     Provider summarizers use the SDK's client built from its usual environment (API key, base
-    URL); they are imported only when asked for.
+    URL), its async one with ``asynchronous`` (a server's); they are imported only when asked
+    for.
     """
     if spec == "none":
         return None
@@ -154,6 +156,8 @@ def build_summarizer(spec: str, model: str,
         "openai": ("openai", "OpenAISummarizer", "OpenAI"),
         "anthropic": ("anthropic", "AnthropicSummarizer", "Anthropic"),
     }[provider]
+    if asynchronous:
+        client_name = "Async" + client_name
     try:
         summarizer_class = getattr(importlib.import_module(f"cutctx_adapters.{provider}"),
                                    class_name)
@@ -167,6 +171,17 @@ def build_summarizer(spec: str, model: str,
                        f"({type(exc).__name__}: {_first_line(exc)})") from None
     summarizer: Summarizer = summarizer_class(client, model=name)
     return summarizer
+
+
+def whole_number(text: str) -> int:
+    """An argument that is a count: ``1_000`` and ``1,000`` read as 1000, never below 0."""
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
 
 
 def _first_line(exc: BaseException) -> str:

@@ -15,8 +15,7 @@ from cutctx import CharRatioEstimator
 
 from ..settings import CompactionSettings
 from ._errors import CliError
-from ._offline import OfflineSummarizer
-from ._options import POLICIES, build_policy
+from ._options import POLICIES, build_policy, build_summarizer, whole_number
 
 __all__ = ["add_serve", "serve", "settings_from", "store_from"]
 
@@ -25,23 +24,16 @@ SALT_VARIABLE = "CUTCTX_SALT"
 the same); without it the store keeps one, made by the first replica."""
 
 
-def _count(text: str) -> int:
-    value = int(text.replace("_", ""))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
-
-
 def _share_or_tokens(text: str) -> float | int:
     """``0.5`` is a share of the budget, ``3000`` tokens."""
-    return float(text) if "." in text else _count(text)
+    return float(text) if "." in text else whole_number(text)
 
 
 def _window(text: str) -> tuple[str, int]:
     prefix, sep, tokens = text.partition("=")
     if not sep or not prefix:
         raise argparse.ArgumentTypeError(f"expected PREFIX=TOKENS, got {text!r}")
-    return prefix, _count(tokens)
+    return prefix, whole_number(tokens)
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -73,12 +65,12 @@ def add_serve(commands: Any, parser_class: type[argparse.ArgumentParser]) -> Non
         description="A compacting proxy: point an agent's OPENAI_BASE_URL (with /v1) or "
                     "ANTHROPIC_BASE_URL at it (docs/proxy.md).")
     serve_parser.add_argument("--host", default="127.0.0.1")
-    serve_parser.add_argument("--port", type=_count, default=8787)
+    serve_parser.add_argument("--port", type=whole_number, default=8787)
     serve_parser.add_argument("--openai-upstream", default="https://api.openai.com")
     serve_parser.add_argument("--anthropic-upstream", default="https://api.anthropic.com")
     serve_parser.add_argument("--timeout", type=float, default=600.0,
                               help="seconds without a byte from the upstream (default 600)")
-    serve_parser.add_argument("--max-sessions", type=_count, default=1024,
+    serve_parser.add_argument("--max-sessions", type=whole_number, default=1024,
                               help="conversations held (default 1024)")
     serve_parser.add_argument("--log-level", default="info",
                               choices=("critical", "error", "warning", "info", "debug"))
@@ -96,7 +88,7 @@ def add_serve(commands: Any, parser_class: type[argparse.ArgumentParser]) -> Non
         elif field.name in ("summarizer", "store"):
             options["metavar"] = field.name.upper()
         else:
-            options["type"] = _TYPES.get(field.name, _count)
+            options["type"] = _TYPES.get(field.name, whole_number)
         settings.add_argument(flag, **options)
     serve_parser.set_defaults(run=serve, command="serve")
 
@@ -133,35 +125,23 @@ def _log_report(report: object) -> None:
 
 
 def _summarizer(spec: str) -> Any:
-    """The summarizer a spec names; model clients are async and built from the operator's
-    environment."""
-    if spec == "offline":
+    """The summarizer a spec names (``build_summarizer``'s, with the SDKs' async clients built
+    from the operator's environment), or one imported: ``import:MODULE:NAME``."""
+    kind, _, rest = spec.partition(":")
+    if kind not in ("import", "none", "offline", "openai", "anthropic"):
+        raise CliError(f"--summarizer must be none, offline, openai:MODEL, anthropic:MODEL or "
+                       f"import:MODULE:NAME, not {spec!r}")
+    if kind != "import":
         from ..tiktoken import TiktokenEstimator
 
-        return OfflineSummarizer(TiktokenEstimator(encoding="o200k_base"))
-    kind, _, rest = spec.partition(":")
-    if kind == "import":
-        module, _, name = rest.partition(":")
-        try:
-            found = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise CliError(f"--summarizer {spec}: cannot import it "
-                           f"({type(exc).__name__})") from None
-        return found() if isinstance(found, type) else found
-    if kind not in ("openai", "anthropic") or not rest:
-        raise CliError(f"--summarizer must be offline, openai:MODEL, anthropic:MODEL or "
-                       f"import:MODULE:NAME, not {spec!r}")
-    if kind == "openai":
-        from openai import AsyncOpenAI
-
-        from ..openai import OpenAISummarizer
-
-        return OpenAISummarizer(AsyncOpenAI(), model=rest)
-    from anthropic import AsyncAnthropic
-
-    from ..anthropic import AnthropicSummarizer
-
-    return AnthropicSummarizer(AsyncAnthropic(), model=rest)
+        return build_summarizer(spec, TiktokenEstimator(encoding="o200k_base"),
+                                asynchronous=True)
+    module, _, name = rest.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise CliError(f"--summarizer {spec}: cannot import it ({type(exc).__name__})") from None
+    return found() if isinstance(found, type) else found
 
 
 def store_from(url: str | None) -> Any:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from .._steps import advanced, begun
-from ..counting import near_limit
+from ..counting import near_limit, reported_input
 from ..history import content_key, to_plain
 from ..planning import given
 from ..reports import Prepared
@@ -73,7 +73,7 @@ def _steps(count: Count, counts: ExactCounts) -> _Steps:
     exact = counts.get(key)
     if exact is None:
         counts.asked += 1
-        exact = _input_tokens((yield ("count", fields)))
+        exact = reported_input((yield ("count", fields))) or None  # none, or 0: refused
         if exact is None:
             return prepared
         counts.put(key, exact)
@@ -140,10 +140,3 @@ def _key(fields: Mapping[str, Any]) -> str | None:
         return content_key(to_plain(dict(fields)))
     except Exception:
         return None
-
-
-def _input_tokens(answer: Any) -> int | None:
-    found = getattr(answer, "input_tokens", None)
-    if isinstance(answer, Mapping):
-        found = answer.get("input_tokens")
-    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None

@@ -28,7 +28,6 @@ class Lineage:
     items: Sequence[Any] = ()
     reply: Sequence[Any] | None = None
     """The parsed copy of the last reply (as items of the format), once it has ended."""
-    calls: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +48,15 @@ class Lineages:
     limit: int = 8
     _lines: OrderedDict[str, Lineage] = field(default_factory=OrderedDict)
 
-    def __len__(self) -> int:
-        return len(self._lines)
-
     def match(self, items: Sequence[Any]) -> Match:
         """The lineage ``items`` continues (the longest common prefix), made when none does;
         the lineage then holds ``items`` as its history."""
         best, shared = None, 0
         for line in reversed(self._lines.values()):  # the most recent first wins ties
             common = common_prefix(line.items, items)
-            if common > shared or (best is None and common == shared and common):
+            if common > shared:
                 best, shared = line, common
-        if best is None or shared == 0:
+        if best is None:
             line = Lineage(_id(self.key, "root", _first(items)))
             how: How = "new"
         elif shared == len(best.items):
@@ -71,7 +67,6 @@ class Lineages:
             how = "fork"
         resent = _resent(best, items) if how in ("same", "extends") else None
         line.items = items
-        line.calls += 1
         self._lines[line.id] = line
         self._lines.move_to_end(line.id)
         while len(self._lines) > self.limit:
@@ -81,7 +76,7 @@ class Lineages:
 
 def _resent(line: Lineage | None, items: Sequence[Any]) -> bool | None:
     """Whether ``items`` carries ``line``'s last reply right after its history, unchanged."""
-    if line is None or line.reply is None or not line.reply:
+    if line is None or not line.reply:
         return None
     start = len(line.items)
     return list(items[start:start + len(line.reply)]) == list(line.reply)

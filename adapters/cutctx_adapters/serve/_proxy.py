@@ -126,7 +126,9 @@ class Proxy:
         conversation = self.conversations.get(key, endpoint.format)
         raw = parsed.get(endpoint.format.list_key)
         items = raw if isinstance(raw, list) else [raw] if isinstance(raw, str) else None
-        match = conversation.lineages.match(items) if items is not None else None
+        # a count sends nothing on: it is no step of a lineage (the request it sizes will be)
+        match = (conversation.lineages.match(items) if items is not None and not endpoint.counts
+                 else None)
         label = key.label if match is None else f"{key.label}.{match.lineage.id}"
         log: dict[str, object] = {"session": label, "key_from": key.source}
         if match is not None:
@@ -195,14 +197,10 @@ class Proxy:
         if report is None or parsed is None or conversation is None or not report.tokens_sent:
             return None
         budget = lower_budget(report.tokens_sent, figures)
-        allowance = endpoint.format.output_allowance(parsed)
-        settings = conversation.session.settings
-        allowance = settings.reserve if allowance is None else allowance
-        once = CompactionSession(endpoint.format, settings=settings.replace(
-            window=budget + allowance, windows=None, sticky=False, defer_to_server=False,
-            on_call=None, on_compaction=None))
+        once = CompactionSession(endpoint.format, settings=conversation.session.settings.replace(
+            sticky=False, defer_to_server=False, on_call=None, on_compaction=None))
         try:
-            prepared = await once.aprepare(parsed)
+            prepared = await once.aprepare(parsed, budget=budget)
         except CompactionError:
             return None
         again = prepared.report

@@ -37,7 +37,6 @@ class ReplyReader:
     streamed (``text/event-stream``) or not, plain or gzip/deflate-encoded."""
 
     def __init__(self, format_name: str, content_type: str, content_encoding: str) -> None:
-        self.format_name = format_name
         self.streamed = "text/event-stream" in content_type.lower()
         coding = content_encoding.strip().lower()
         self._inflate = (zlib.decompressobj(32 + zlib.MAX_WBITS) if coding == "gzip" else
