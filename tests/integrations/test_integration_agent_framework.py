@@ -149,7 +149,7 @@ def test_a_budget_per_call_is_honoured_by_one_live_session() -> None:
         m for m in messages if "cutctx" not in m.additional_properties]
     asyncio.run(tight(messages))
     assert chat.count_tokens(_sent(messages), model=fw.MODEL) <= 4_000
-    session = strategy._shared.sessions.session(chat.FORMAT, fw.MODEL)
+    session = strategy._sessions.session(chat.FORMAT, fw.MODEL)
     assert session.stored_views == 1  # one session, its view of the tight budget kept
 
 

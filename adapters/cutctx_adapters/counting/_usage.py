@@ -147,17 +147,17 @@ def near_limit(tokens: int | None, *limits: int | None, margin: float = NEAR) ->
     return any(limit is not None and abs(tokens - limit) <= margin * limit for limit in limits)
 
 
-_INPUT = ("input_tokens", "prompt_tokens", "prompt_token_count")
+_INPUT = ("input_tokens", "prompt_tokens", "prompt_token_count", "input_token_count")
 """The input a usage reports: Anthropic's and Responses' ``input_tokens``, Chat's
 ``prompt_tokens`` (OpenAI counts cached input inside them), Gemini's ``prompt_token_count``
-(cached content inside it too)."""
+(cached content inside it too), Agent Framework's ``input_token_count``."""
 _CACHE = ("cache_creation_input_tokens", "cache_read_input_tokens")
 """Anthropic reports cache writes and reads beside ``input_tokens``: they are input too."""
-_HOLDERS = ("usage", "message", "response", "chunk", "usage_metadata")
+_HOLDERS = ("usage", "message", "response", "chunk", "usage_metadata", "usage_details")
 """Where a reply or a stream event keeps its usage: ``response.usage``, Anthropic's
 ``message_start`` event (``message.usage``), Responses' ``response.completed`` event, the
 Chat stream helper's chunk events, LangChain's ``AIMessage.usage_metadata`` (whose
-``input_tokens`` include cache reads and writes)."""
+``input_tokens`` include cache reads and writes), Agent Framework's ``usage_details``."""
 
 
 def reported_input(value: Any) -> int | None:

@@ -24,7 +24,8 @@ from ..reports import CallReport, Decision, Source
 from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "Kept", "Made", "Origin", "afeed", "feed", "regrouped", "untouched"]
+__all__ = ["HookSessions", "Kept", "Made", "Origin", "afeed", "chat_request", "feed", "regrouped",
+           "untouched"]
 
 
 class HookSessions:
@@ -83,6 +84,16 @@ class HookSessions:
             sent = self._sent.pop(key, None)
         if sent is not None:
             await afeed(sent[0], sent[1], replies)
+
+
+def chat_request(model: str | None, messages: list[dict[str, Any]], tools: list[Any],
+                 max_tokens: Any = None) -> dict[str, Any]:
+    """A framework call as the Chat Completions request a hook's session prepares: its model,
+    messages and tools, and its reply allowance where the framework names a whole number."""
+    request: dict[str, Any] = {"model": model, "messages": messages, "tools": tools}
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        request["max_completion_tokens"] = max_tokens
+    return request
 
 
 def _reporting(replies: Iterable[Any]) -> Any:

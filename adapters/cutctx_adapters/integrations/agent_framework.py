@@ -45,13 +45,11 @@ from agent_framework import (  # noqa: E402
     Message,
 )
 
-from cutctx import ValidationError  # noqa: E402
-
 from ..openai import chat  # noqa: E402
 from ..reports import CallReport, Source  # noqa: E402
 from ..session import CompactionSession  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
-from ._hooks import HookSessions, afeed  # noqa: E402
+from ._hooks import HookSessions, afeed, chat_request  # noqa: E402
 
 __all__ = ["CallMiddleware", "CompactingStrategy", "CompactionStrategy"]
 
@@ -84,17 +82,6 @@ class _Read:
     origins: list[tuple[int, int | None]]
 
 
-class _Shared:
-    """What a strategy and its ``with_budget`` views share: the sessions and the model."""
-
-    def __init__(self, settings: CompactionSettings | None, keywords: SettingsKeywords,
-                 model: str | None) -> None:
-        if model is not None and not isinstance(model, str):
-            raise ValidationError("model must be a str", {"field": "model"})
-        self.sessions = HookSessions(settings, keywords)
-        self.model = model
-
-
 class CompactingStrategy:
     """A ``CompactionStrategy`` compacting every model call's messages (see the module).
 
@@ -106,19 +93,20 @@ class CompactingStrategy:
 
     def __init__(self, settings: CompactionSettings | None = None, *, model: str | None = None,
                  budget: int | None = None, **keywords: Unpack[SettingsKeywords]) -> None:
-        self._shared = _Shared(settings, keywords, model)
+        self._sessions = HookSessions(settings, keywords, model)
+        """Shared with the ``with_budget`` views."""
         self.budget = call_budget(budget)
-        self.settings = self._shared.sessions.settings
+        self.settings = self._sessions.settings
 
     @property
     def model(self) -> str | None:
         """The model the counts and the window are for."""
-        return self._shared.model
+        return self._sessions.model
 
     @property
     def last_report(self) -> CallReport | None:
         """The newest call's report (None before the first)."""
-        return self._shared.sessions.last_report
+        return self._sessions.last_report
 
     @property
     def middleware(self) -> CallMiddleware:
@@ -131,7 +119,7 @@ class CompactingStrategy:
         """This strategy, its session and views shared, with ``budget`` prompt tokens for the
         calls it serves (None: the window less ``reserve``)."""
         view = object.__new__(CompactingStrategy)
-        view._shared = self._shared
+        view._sessions = self._sessions
         view.budget = call_budget(budget)
         view.settings = self.settings
         return view
@@ -142,13 +130,12 @@ class CompactingStrategy:
         options = call.options if call is not None else {}
         model = self.model or _str(options.get("model"))
         read = _read(messages, _str(options.get("instructions")))
-        session = self._shared.sessions.session(chat.FORMAT, model)
-        request: dict[str, Any] = {"model": model, "messages": read.given,
-                                   "tools": [_tool(tool) for tool in options.get("tools") or ()]}
-        if isinstance(options.get("max_tokens"), int):
-            request["max_completion_tokens"] = options["max_tokens"]
+        session = self._sessions.session(chat.FORMAT, model)
+        request = chat_request(model, read.given,
+                               [_tool(tool) for tool in options.get("tools") or ()],
+                               options.get("max_tokens"))
         prepared = await session.aprepare(request, budget=self.budget)
-        self._shared.sessions.kept(prepared.report)
+        self._sessions.kept(prepared.report)
         if call is not None:
             call.sent = (session, prepared.report)
         before = _projection(messages)
@@ -173,10 +160,8 @@ class CallMiddleware(ChatMiddleware):
             await call_next()
         finally:
             _CALL.reset(token)
-        usage = getattr(context.result, "usage_details", None) if not context.stream else None
-        reported = usage.get("input_token_count") if isinstance(usage, dict) else None
-        if call.sent is not None and isinstance(reported, int):
-            await afeed(call.sent[0], call.sent[1], [reported])
+        if call.sent is not None and not context.stream:
+            await afeed(*call.sent, [context.result])
 
 
 # --- the framework's messages → Chat Completions messages ---------------------------------------

@@ -49,7 +49,7 @@ from ..clients import ProviderSummarizer  # noqa: E402
 from ..openai import chat  # noqa: E402
 from ..session import CallReport, Prepared  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions, afeed, feed  # noqa: E402
+from ._hooks import HookSessions, afeed, chat_request, feed  # noqa: E402
 from ._langchain_messages import Read, read, restored  # noqa: E402
 
 __all__ = ["ChatModelSummarizer", "CompactionMiddleware"]
@@ -117,11 +117,8 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _read(self, request: ModelRequest[Any]) -> _Read:
         messages = read(request.messages, request.system_message)
         model = self.model or _model_name(request.model)
-        fields: dict[str, Any] = {"model": model, "messages": messages.given,
-                                  "tools": self._tools(request.tools)}
-        max_tokens = getattr(request.model, "max_tokens", None)
-        if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
-            fields["max_completion_tokens"] = max_tokens
+        fields = chat_request(model, messages.given, self._tools(request.tools),
+                              getattr(request.model, "max_tokens", None))
         return _Read(messages, fields)
 
     def _tools(self, tools: Sequence[Any]) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from ..openai import chat  # noqa: E402
 from ..planning import server_held  # noqa: E402
 from ..session import CallReport  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords  # noqa: E402
-from ._hooks import HookSessions  # noqa: E402
+from ._hooks import HookSessions, chat_request  # noqa: E402
 from ._pydantic_ai_messages import provider_of, restored  # noqa: E402
 from ._pydantic_ai_messages import read as read_messages  # noqa: E402
 
@@ -90,10 +90,8 @@ class HistoryCompactor:
         if self._passed_through(messages, model, settings):
             return list(messages)
         read = read_messages(messages, instructions, provider_of(served_by))
-        fields: dict[str, Any] = {"model": model, "messages": read.given,
-                                  "tools": [_tool(tool) for tool in tools]}
-        if isinstance(settings.get("max_tokens"), int):
-            fields["max_completion_tokens"] = settings["max_tokens"]
+        fields = chat_request(model, read.given, [_tool(tool) for tool in tools],
+                              settings.get("max_tokens"))
         session = self._sessions.session(chat.FORMAT, model)
         prepared = await session.aprepare(fields)
         self._sessions.kept(prepared.report)
