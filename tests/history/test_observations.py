@@ -286,7 +286,7 @@ def test_a_history_read_on_marks_what_reading_it_whole_marks() -> None:
     history = swe_agent_history()
     first = chat.to_transcript(history[:6], estimator=CHARS)
     assert chat.FORMAT.extend is not None
-    grown = chat.FORMAT.extend(first, history, 6, None, CHARS, None, False)
+    grown = chat.FORMAT.extend(first, history, 6, CHARS, None, False)
     assert grown is not None
     assert marks(grown.conversion()) == marks(chat.to_transcript(history, estimator=CHARS))
 

@@ -169,7 +169,7 @@ def test_a_history_read_on_after_a_greeting_marks_what_reading_it_whole_marks() 
     history = greeted(TRACEBACK)
     assert chat.FORMAT.extend is not None
     first = chat.to_transcript(history[:1], estimator=CHARS)
-    grown = chat.FORMAT.extend(first, history, 1, None, CHARS, None, False)
+    grown = chat.FORMAT.extend(first, history, 1, CHARS, None, False)
     assert grown is not None
     whole = chat.to_transcript(history, estimator=CHARS)
     assert user_marks(grown.conversion()) == user_marks(whole) == [None, "traceback"]

@@ -321,8 +321,8 @@ def test_a_history_read_on_from_a_known_one_converts_as_a_whole(
                                   keep_task)
         whole = fmt.to_transcript(after, run.side, CharRatioEstimator(), within(len(after)),
                                   keep_task)
-        grown = fmt.extend(known, after, len(before), run.side, CharRatioEstimator(),
-                           within(len(after)), keep_task)
+        grown = fmt.extend(known, after, len(before), CharRatioEstimator(), within(len(after)),
+                           keep_task)
         # the known history may also end with the reply to it (an assistant message)
         replied = after[:len(before) + 1]
         try:  # (not a request of its own where the reply is a tool call)
@@ -331,8 +331,8 @@ def test_a_history_read_on_from_a_known_one_converts_as_a_whole(
         except ValidationError:
             grown_replied = None
         else:
-            grown_replied = fmt.extend(known_replied, after, len(replied), run.side,
-                                       CharRatioEstimator(), within(len(after)), keep_task)
+            grown_replied = fmt.extend(known_replied, after, len(replied), CharRatioEstimator(),
+                                       within(len(after)), keep_task)
         for grew in (grown, grown_replied):
             if grew is None:  # a call still open where the known history ends
                 continue

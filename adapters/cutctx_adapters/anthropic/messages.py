@@ -415,8 +415,7 @@ FORMAT = planning.HistoryFormat(
     list_key="messages",
     side_key="system",
     read_item=read_message,
-    extend=lambda previous, items, known, _side, estimator, pin, keep_task: extended(
-        previous, items, known, estimator, pin, keep_task),
+    extend=extended,
     to_transcript=lambda items, side, estimator, pin, keep_task: to_transcript(
         items, system=planning.given(side), estimator=estimator, pin=pin, keep_task=keep_task),
     split=lambda rendered: rendered,

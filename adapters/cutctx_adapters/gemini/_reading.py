@@ -33,9 +33,9 @@ from ._codec import (
 from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
-__all__ = ["Config", "Reading", "config_field", "conversion_of", "current_turn", "extended",
-           "plain_contents", "read_config", "read_content", "read_parts", "to_transcript",
-           "validate"]
+__all__ = ["Config", "Reading", "as_contents", "config_field", "conversion_of", "current_turn",
+           "extended", "plain_contents", "read_config", "read_content", "read_parts",
+           "to_transcript", "validate"]
 
 _ROLES = ("user", "model")
 _MODEL_ONLY = frozenset({"function_call", "executable_code", "code_execution_result",
@@ -140,10 +140,15 @@ def read_content(item: Any, index: int) -> Any:
     return item
 
 
+def as_contents(value: Any) -> Any:
+    """A string as the one user content the SDK sends it as; anything else as it is."""
+    return [{"role": "user", "parts": [{"text": value}]}] if isinstance(value, str) else value
+
+
 def plain_contents(contents: Any) -> tuple[list[dict[str, Any]], str | None]:
     """Plain copies of the caller's contents, and the string they were given as (if one)."""
     if isinstance(contents, str):
-        return [{"role": "user", "parts": [{"text": contents}]}], contents
+        return as_contents(contents), contents
     if isinstance(contents, bytes | Mapping) or not isinstance(contents, Sequence):
         raise invalid(NOUN, 0, "contents", "contents_type",
                       "contents must be a string or a list of contents")

@@ -43,6 +43,7 @@ from ..settings import (
 from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
 from ._reading import (
     Config,
+    as_contents,
     config_field,
     conversion_of,
     current_turn,
@@ -102,8 +103,7 @@ class _Prepared:
 
 
 def _measure(counter: GeminiTokenCounter, overhead: int, rendered: Rendered) -> int:
-    contents, _ = plain_contents(rendered)
-    return sum(counter.content(content) for content in contents) + overhead
+    return sum(counter.content(content) for content in as_contents(rendered)) + overhead
 
 
 def _overhead(counter: GeminiTokenCounter, config: Config) -> int:
@@ -150,9 +150,8 @@ def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> plann
         overhead = prepared.overhead + extra
         room = budget if isinstance(budget, int) else budget.max_tokens + overhead
         return started(protect(conv, room - overhead), settings, goal, overhead=overhead,
-                       estimator=prepared.counter.text_estimator,
                        result_fields=lambda rendered: {},
-                       stub_pad=CONTENT_TOKENS + CALL_TOKENS, measure=prepared.measure)
+                       **_start_keywords(prepared.counter, prepared.overhead))
 
     def note_tokens() -> int:
         return prepared.counter.content({"role": "user", "parts": [{"text": OMITTED_NOTE}]})
@@ -247,9 +246,13 @@ def _request_overhead(request: Mapping[str, Any], estimator: TokenEstimator) -> 
 
 def _planning(_conv: Conversion[Rendered], estimator: TokenEstimator,
               overhead: int) -> dict[str, Any]:
-    """What ``start`` needs beyond the defaults, as ``plan`` passes it: the calibrated stub
-    estimator, the framing a masked response keeps, and a measure of the rendering."""
-    counter = GeminiTokenCounter(estimator)
+    """What ``start`` needs beyond the defaults, as ``plan`` passes it."""
+    return _start_keywords(GeminiTokenCounter(estimator), overhead)
+
+
+def _start_keywords(counter: GeminiTokenCounter, overhead: int) -> dict[str, Any]:
+    """The calibrated stub estimator, the framing a masked response keeps, and a measure of
+    the rendering (``overhead``: what the request spends outside its contents)."""
     return {"estimator": counter.text_estimator, "stub_pad": CONTENT_TOKENS + CALL_TOKENS,
             "measure": lambda rendered: _measure(counter, overhead, rendered)}
 
@@ -289,10 +292,8 @@ FORMAT = planning.HistoryFormat(
     side_key=None,
     read_item=read_content,
     to_transcript=_to_transcript,
-    extend=lambda previous, items, known, _side, estimator, pin, keep_task: extended(
-        previous, items, known, estimator, pin, keep_task),
-    split=lambda rendered: (None, [{"role": "user", "parts": [{"text": rendered}]}]
-                            if isinstance(rendered, str) else rendered),
+    extend=extended,
+    split=lambda rendered: (None, as_contents(rendered)),
     overhead=_request_overhead,
     output_allowance=lambda request: planning.reply_allowance("max_output_tokens")(
         read_generation(request)),

@@ -376,8 +376,7 @@ FORMAT = planning.HistoryFormat(
                                                         estimator),
     output_allowance=planning.reply_allowance("max_completion_tokens", "max_tokens"),
     planning=_planning,
-    extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
-        previous, items, known, estimator, pin, keep_task),
+    extend=_extended,
     one_item_per_turn=True,
 )
 """How Chat Completions requests carry their history (for sessions and the client wrapper)."""

@@ -281,8 +281,7 @@ FORMAT = planning.HistoryFormat(
     output_allowance=planning.reply_allowance("max_output_tokens"),
     unsupported=_unsupported,
     planning=_planning,
-    extend=lambda previous, items, known, _side, estimator, pin, keep_task: _extended(
-        previous, items, known, estimator, pin, keep_task),
+    extend=_extended,
     safety_margin=0.02,
     server_compaction=_server_compaction,
     one_item_per_turn=True,

@@ -94,10 +94,10 @@ class HistoryFormat:
         lambda conv, estimator, overhead: {})
     """Extra ``start`` keywords (stub estimator, ``stub_pad``, ``measure``), as the format's own
     ``plan`` passes them, so a session plans exactly like the functional API."""
-    extend: Callable[[Conversion[Any] | Growing[Any], Any, int, Any, TokenEstimator, PinSpec,
-                      bool], Growing[Any] | None] | None = None
-    """(previous conversion of ``items[:known]``, items, known, side, estimator, pin, keep_task)
-    -> the conversion of all items as a ``Growing`` one, reading only the new ones; None when
+    extend: Callable[[Conversion[Any] | Growing[Any], Any, int, TokenEstimator, PinSpec, bool],
+                     Growing[Any] | None] | None = None
+    """(previous conversion of ``items[:known]``, items, known, estimator, pin, keep_task) ->
+    the conversion of all items as a ``Growing`` one, reading only the new ones; None when
     it cannot (then the whole list is converted). Formats without it are converted whole on
     every call."""
     read_item: Callable[[Any, int], Any] = lambda item, index: item

@@ -459,8 +459,8 @@ class CompactionSession:
         can; the whole list otherwise."""
         fmt, pins = self.format, self._pins_for(len(items))
         if continued is not None and fmt.extend is not None:
-            conv = fmt.extend(continued.conv, items, len(continued.plain), side, estimator,
-                              pins, self.keep_task)
+            conv = fmt.extend(continued.conv, items, len(continued.plain), estimator, pins,
+                              self.keep_task)
             if conv is not None:
                 known = len(continued.conv.turns)
                 return (conv, continued.boundaries.extended(closed_boundaries(conv, known)),
@@ -560,8 +560,8 @@ class CompactionSession:
         fmt, pins = self.format, self._pins_for(items)
         if read is not None and fmt.extend is not None and read[0] < items:
             try:
-                grown = fmt.extend(read[1], call.items.prefix(items), read[0], call.side,
-                                   call.estimator, pins, self.keep_task)
+                grown = fmt.extend(read[1], call.items.prefix(items), read[0], call.estimator,
+                                   pins, self.keep_task)
             except ValidationError:
                 grown = None  # told apart below, by the whole prefix
             if grown is not None:
