@@ -30,13 +30,8 @@ are our estimates: Anthropic publishes no figure. These are budgeting estimates,
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
-import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,6 +44,8 @@ from ..counting import (
     check_model,
     chosen_estimator,
     image_size,
+    opaque_tokens,
+    pdf_pages,
 )
 
 __all__ = [
@@ -81,8 +78,6 @@ _HIGH_RES_MODELS = ("claude-opus-4-7",)
 PDF_TEXT_TOKENS_PER_PAGE = 2250
 PDF_PAGE_SIZE = (1275, 1650)
 """A PDF page as an image: US letter at 150 dpi, we assume."""
-_PDF_BYTES_PER_PAGE = 100_000  # page count of a PDF whose page objects are compressed
-_BYTES_PER_TOKEN = 4  # opaque or encrypted payloads (redacted thinking, encrypted results)
 
 _OPAQUE_KEYS = frozenset({"data", "encrypted_content", "encrypted_index", "encrypted_stdout"})
 _SKIPPED_KEYS = frozenset({"type", "id", "tool_use_id", "cache_control", "signature",
@@ -217,7 +212,7 @@ class AnthropicTokenCounter:
         """Strings a model reads (opaque payloads by size, ids and markers not at all)."""
         if isinstance(value, str):
             if key in _OPAQUE_KEYS:
-                return -(-len(value) * 3 // 4 // _BYTES_PER_TOKEN)
+                return opaque_tokens(value)
             return self.text(value)
         if isinstance(value, Mapping):
             kind = value.get("type")
@@ -254,35 +249,7 @@ class AnthropicTokenCounter:
         data = source.get("data")
         if kind == "base64" and isinstance(data, str):
             if source.get("media_type") != "application/pdf":
-                return total + -(-len(data) * 3 // 4 // _BYTES_PER_TOKEN)
-            pages = _pdf_pages(data)
+                return total + opaque_tokens(data)
+            pages = pdf_pages(data)
         page = PDF_TEXT_TOKENS_PER_PAGE + image_tokens(*PDF_PAGE_SIZE, self.model)
         return total + pages * page
-
-
-# ----------------------------------------------------------------------------------------------
-# PDF pages
-
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_pdf_cache: OrderedDict[tuple[int, int], int] = OrderedDict()
-_pdf_lock = threading.Lock()
-_PDF_CACHE_SIZE = 32
-
-
-def _pdf_pages(data: str) -> int:
-    """Pages of a base64 PDF: its page objects, else its size; cached by (length, hash)."""
-    key = (len(data), hash(data))
-    with _pdf_lock:
-        if key in _pdf_cache:
-            _pdf_cache.move_to_end(key)
-            return _pdf_cache[key]
-    try:
-        raw = base64.b64decode(data, validate=False)
-    except (binascii.Error, ValueError):
-        raw = b""
-    pages = len(_PDF_PAGE.findall(raw)) or max(1, -(-len(raw) // _PDF_BYTES_PER_PAGE))
-    with _pdf_lock:
-        _pdf_cache[key] = pages
-        while len(_pdf_cache) > _PDF_CACHE_SIZE:
-            _pdf_cache.popitem(last=False)
-    return pages

@@ -29,6 +29,7 @@ from ._estimators import (
     use_when_unavailable,
 )
 from ._images import Base64Bytes, data_url_bytes, image_size, image_size_from_data_url
+from ._payloads import decoded_base64, opaque_tokens, pdf_pages
 from ._usage import (
     Calibration,
     UsageEstimator,
@@ -57,6 +58,7 @@ __all__ = [
     "claude_estimator",
     "context_window",
     "data_url_bytes",
+    "decoded_base64",
     "estimator_for",
     "image_size",
     "image_size_from_data_url",
@@ -65,6 +67,8 @@ __all__ = [
     "is_gemini",
     "model_name",
     "near_limit",
+    "opaque_tokens",
+    "pdf_pages",
     "prompt_budget",
     "reported_input",
     "scale_to_total",

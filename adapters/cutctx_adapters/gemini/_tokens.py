@@ -29,8 +29,6 @@ assumed ``ASSUMED_MEDIA_SECONDS``. Framing per content and per function call or 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import json
 import math
@@ -46,8 +44,11 @@ from ..counting import (
     CalibratedEstimator,
     check_model,
     chosen_estimator,
+    decoded_base64,
     estimator_for,
     image_size,
+    opaque_tokens,
+    pdf_pages,
 )
 from ._parts import data_kind, field
 
@@ -88,9 +89,6 @@ VIDEO_BYTES_PER_SECOND = 250_000
 """Inline video's bytes per second, for its duration (2 Mbit/s)."""
 ASSUMED_MEDIA_SECONDS = 60
 """The duration assumed for audio or video known only by URI."""
-_PDF_BYTES_PER_PAGE = 100_000
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_BYTES_PER_TOKEN = 4  # opaque payloads (an unknown inline type)
 _SCHEMA_TOKENS = 64
 """A tool the SDK declares from an object (a Python function, an MCP session): its parameters'
 schema, which cutctx does not build, as a fixed allowance."""
@@ -260,7 +258,7 @@ class GeminiTokenCounter:
                 return _UNKNOWN_TILES * _TILE_TOKENS
             return image_tokens(*(size or (1, 1)), self.model, _level(part))
         if mime == "application/pdf":
-            pages = _pdf_pages(raw) if raw is not None else 1
+            pages = pdf_pages(raw) if raw is not None else 1
             if _per_part_levels(self.model):
                 return pages * _RESOLUTION_TOKENS.get(_level(part) or _DOCUMENT_DEFAULT_LEVEL,
                                                       560)
@@ -270,8 +268,8 @@ class GeminiTokenCounter:
             rate = VIDEO_TOKENS_PER_SECOND if video else AUDIO_TOKENS_PER_SECOND
             return math.ceil(rate * self._duration(part, raw, video))
         if mime.startswith("text/") and raw is not None:
-            return self.text(_decoded(raw).decode("utf-8", "replace"))
-        return -(-len(raw or "") * 3 // 4 // _BYTES_PER_TOKEN) if raw else 258
+            return self.text(decoded_base64(raw).decode("utf-8", "replace"))
+        return opaque_tokens(raw) if raw else 258
 
     def _duration(self, part: Mapping[str, Any], raw: str | None, video: bool) -> float:
         meta = field(part, "video_metadata" if video else "audio_metadata")
@@ -282,18 +280,3 @@ class GeminiTokenCounter:
             rate = VIDEO_BYTES_PER_SECOND if video else AUDIO_BYTES_PER_SECOND
             return max(1.0, len(raw) * 3 / 4 / rate)
         return float(ASSUMED_MEDIA_SECONDS)
-
-
-def _decoded(data: str) -> bytes:
-    """Base64 text (standard or URL-safe alphabet, as the SDK writes it) as bytes."""
-    try:
-        return base64.b64decode(data.replace("-", "+").replace("_", "/") + "==",
-                                validate=False)
-    except (binascii.Error, ValueError):
-        return b""
-
-
-def _pdf_pages(data: str) -> int:
-    """Pages of a base64 PDF: its page objects, else its size."""
-    raw = _decoded(data)
-    return len(_PDF_PAGE.findall(raw)) or max(1, -(-len(raw) // _PDF_BYTES_PER_PAGE))
