@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -27,6 +26,11 @@ _WEBSOCKET_REFUSED = {"type": "error", "error": {
     "type": "websocket_not_supported", "code": "websocket_not_supported",
     "message": "cutctx serve answers /v1/responses over HTTP only: send the request as an "
                "HTTP POST"}}
+
+
+def _websocket_refused() -> Response:
+    """The answer to a WebSocket upgrade: 426 at once, so a client falls back to HTTP."""
+    return JSONResponse(_WEBSOCKET_REFUSED, status_code=426, headers={"Connection": "close"})
 
 
 def create_app(settings: CompactionSettings | None = None, store: Store | None = None,
@@ -69,17 +73,15 @@ def create_app(settings: CompactionSettings | None = None, store: Store | None =
         return Response(proxy.metrics.text(), media_type=CONTENT_TYPE)
 
     async def refuse_websocket(websocket: WebSocket) -> None:
-        body = JSONResponse(_WEBSOCKET_REFUSED, status_code=426, headers={"Connection": "close"})
         try:
-            await websocket.send_denial_response(body)
+            await websocket.send_denial_response(_websocket_refused())
         except RuntimeError:  # the server cannot answer a handshake with a response
             await websocket.close(code=1008)
 
     async def other(request: Request) -> Response:
         if (request.url.path.rstrip("/") == "/v1/responses"
                 and request.headers.get("upgrade", "").lower() == "websocket"):
-            return Response(json.dumps(_WEBSOCKET_REFUSED), status_code=426,
-                            media_type="application/json", headers={"Connection": "close"})
+            return _websocket_refused()
         return await proxy.forward(request)
 
     @contextlib.asynccontextmanager

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ._bodies import READABLE
+
 __all__ = ["BYPASS", "SESSION", "credential", "to_client", "to_upstream", "wants_bypass"]
 
 SESSION = "x-cutctx-session"
@@ -15,8 +17,6 @@ _HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
-_DECODABLE = ("gzip", "deflate", "identity")
-"""Response codings the proxy can read its copy of the reply from (the standard library)."""
 _CREDENTIALS = ("authorization", "x-api-key", "api-key")
 
 
@@ -51,7 +51,7 @@ def to_upstream(headers: Iterable[tuple[str, str]], *, body_changed: bool
 
 def _decodable(accept: str) -> str:
     kept = [part.strip() for part in accept.split(",")
-            if part.split(";")[0].strip().lower() in _DECODABLE]
+            if part.split(";")[0].strip().lower() in READABLE - {""}]
     return ", ".join(kept)
 
 

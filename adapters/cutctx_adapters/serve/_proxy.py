@@ -153,11 +153,9 @@ class Proxy:
     async def _send(self, endpoint: Endpoint, request: Request, outcome: _Outcome,
                     arrived: float, *, retried: bool = False) -> Response:
         url = self.upstreams.url(endpoint.provider, request.url.path, request.url.query)
-        raw = [(name.decode("latin-1"), value.decode("latin-1"))
-               for name, value in request.headers.raw]
         sent = self.client().build_request(
             request.method, url, content=outcome.body,
-            headers=to_upstream(raw, body_changed=outcome.changed))
+            headers=to_upstream(_headers_of(request), body_changed=outcome.changed))
         added = time.perf_counter() - arrived
         self.metrics.added.labels(endpoint.name).observe(added)
         fields = {"endpoint": endpoint.name, "decision": outcome.decision, **outcome.log,
@@ -166,7 +164,7 @@ class Proxy:
                   "items_in": outcome.report.items_in if outcome.report else None,
                   "items_sent": outcome.report.items_sent if outcome.report else None,
                   "added_ms": round(added * 1000, 2), "retried": retried or None}
-        response = await self._sent(endpoint, outcome, fields, sent)
+        response = await self._sent(endpoint.name, outcome, fields, sent)
         if isinstance(response, Response):
             return response
         status = response.status_code
@@ -179,15 +177,12 @@ class Proxy:
                 if again is not None:
                     self.metrics.retries.labels(endpoint.name).inc()
                     return await self._send(endpoint, request, again, arrived, retried=True)
-            return self._whole(endpoint, outcome, fields, response, error_body)
+            return self._whole(endpoint.name, outcome, fields, response, error_body)
         reader = None
         if not endpoint.counts and outcome.report is not None and status < 400:
             reader = ReplyReader(endpoint.format_name, response.headers.get("content-type", ""),
                                  response.headers.get("content-encoding", ""))
-        streamed = StreamingResponse(self._relay(endpoint, outcome, fields, response, reader),
-                                     status_code=status)
-        streamed.raw_headers = _raw(to_client(response.headers.multi_items(), outcome.headers))
-        return streamed
+        return self._streamed(endpoint.name, outcome, fields, response, reader)
 
     async def _retry(self, endpoint: Endpoint, outcome: _Outcome,
                      figures: tuple[int, int] | bool) -> _Outcome | None:
@@ -212,7 +207,7 @@ class Proxy:
                         _report_headers(again, label), again, parsed, conversation,
                         outcome.match, outcome.items, {**outcome.log, "retry_budget": budget})
 
-    async def _relay(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
+    async def _relay(self, name: str, outcome: _Outcome, fields: dict[str, object],
                      response: httpx2.Response, reader: ReplyReader | None
                      ) -> AsyncIterator[bytes]:
         """The upstream's bytes as they arrive; at the end, the reply's copy for the lineage,
@@ -229,28 +224,27 @@ class Proxy:
         finally:
             await response.aclose()
             if reader is not None and cut is None:
-                await self._keep_reply(endpoint, outcome, reader)
-            self._done(endpoint, outcome, {**fields, "status": response.status_code,
+                await self._keep_reply(name, outcome, reader)
+            self._done(name, outcome, {**fields, "status": response.status_code,
                                            "upstream_ms": round(
                                                (time.perf_counter() - started) * 1000, 1),
                                            "cut": cut})
 
-    async def _keep_reply(self, endpoint: Endpoint, outcome: _Outcome,
-                          reader: ReplyReader) -> None:
+    async def _keep_reply(self, name: str, outcome: _Outcome, reader: ReplyReader) -> None:
         """The reply's copy for the lineage; the input it reports for the metrics and for the
         session, whose later estimates follow it (as a wrapped client's do)."""
         reply = reader.reply()
         if reply is None:
             return
         report, conversation = outcome.report, outcome.conversation
-        self.metrics.usage(endpoint.name, reply.usage, report.tokens_sent if report else None)
+        self.metrics.usage(name, reply.usage, report.tokens_sent if report else None)
         if report is not None and conversation is not None and reply.usage is not None:
             await conversation.session.aobserve_usage(report, reply.usage)
         match = outcome.match
         if match is not None and match.lineage.items is outcome.items:
             match.lineage.reply = reply.items
 
-    def _whole(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
+    def _whole(self, name: str, outcome: _Outcome, fields: dict[str, object],
                response: httpx2.Response, body: bytes) -> Response:
         """An upstream answer read whole (an error), passed on with its status and body: read
         decoded, so sent without the upstream's ``content-encoding`` (its length is the
@@ -260,37 +254,41 @@ class Proxy:
                    if name.lower() != "content-encoding"]
         answer.raw_headers = _raw([*to_client(headers, outcome.headers),
                                    ("content-length", str(len(body)))])
-        self._done(endpoint, outcome, {**fields, "status": response.status_code})
+        self._done(name, outcome, {**fields, "status": response.status_code})
         return answer
 
-    async def _sent(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
+    async def _sent(self, name: str, outcome: _Outcome, fields: dict[str, object],
                     sent: httpx2.Request) -> httpx2.Response | Response:
         """The upstream's streamed response to ``sent``, or the proxy's own error answer when
         it timed out or could not be reached."""
         try:
             return await self.client().send(sent, stream=True)
+        except httpx2.ConnectTimeout:
+            return self._failed(name, outcome, fields, 504, "timeout",
+                                "no connection to the upstream within "
+                                f"{self.upstreams.connect_timeout:g} s")
         except httpx2.TimeoutException:
-            return self._failed(endpoint, outcome, fields, 504, "timeout",
+            return self._failed(name, outcome, fields, 504, "timeout",
                                 f"the upstream did not answer within {self.upstreams.timeout:g} s")
         except httpx2.TransportError as error:
-            return self._failed(endpoint, outcome, fields, 502, "connection",
+            return self._failed(name, outcome, fields, 502, "connection",
                                 f"the upstream could not be reached ({type(error).__name__})")
 
-    def _failed(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object],
+    def _failed(self, name: str, outcome: _Outcome, fields: dict[str, object],
                 status: int, kind: str, message: str) -> Response:
         """The proxy's own answer when the upstream gave none: its error shape, no content."""
-        self.metrics.upstream_errors.labels(endpoint.name, kind).inc()
+        self.metrics.upstream_errors.labels(name, kind).inc()
         body = json.dumps({"type": "error", "error": {
             "type": f"cutctx_upstream_{kind}", "code": f"upstream_{kind}",
             "message": message}}).encode()
         answer = Response(body, status_code=status, media_type="application/json")
         answer.raw_headers.extend(_raw(list(outcome.headers.items())))
-        self._done(endpoint, outcome, {**fields, "status": status, "failure": kind})
+        self._done(name, outcome, {**fields, "status": status, "failure": kind})
         return answer
 
-    def _done(self, endpoint: Endpoint, outcome: _Outcome, fields: dict[str, object]) -> None:
+    def _done(self, name: str, outcome: _Outcome, fields: dict[str, object]) -> None:
         status = fields.get("status")
-        self.metrics.request(endpoint.name, outcome.decision,
+        self.metrics.request(name, outcome.decision,
                              status if isinstance(status, int) else 0)
         log_request(fields)
 
@@ -301,23 +299,31 @@ class Proxy:
         path = request.url.path
         provider: Provider = provider_of(path, request.headers)
         url = self.upstreams.url(provider, path, request.url.query)
-        raw = [(name.decode("latin-1"), value.decode("latin-1"))
-               for name, value in request.headers.raw]
-        endpoint = Endpoint("other", path, provider, "chat")
         outcome = _Outcome(b"", False, "forwarded", {"X-Cutctx-Decision": "forwarded"})
         fields: dict[str, object] = {"endpoint": "other", "decision": "forwarded",
                                      "method": request.method}
         has_body = request.method not in ("GET", "HEAD", "DELETE", "OPTIONS")
         sent = self.client().build_request(
-            request.method, url, headers=to_upstream(raw, body_changed=False),
+            request.method, url, headers=to_upstream(_headers_of(request), body_changed=False),
             content=request.stream() if has_body else None)
-        response = await self._sent(endpoint, outcome, fields, sent)
+        response = await self._sent("other", outcome, fields, sent)
         if isinstance(response, Response):
             return response
-        streamed = StreamingResponse(self._relay(endpoint, outcome, fields, response, None),
+        return self._streamed("other", outcome, fields, response, None)
+
+    def _streamed(self, name: str, outcome: _Outcome, fields: dict[str, object],
+                  response: httpx2.Response, reader: ReplyReader | None) -> Response:
+        """The upstream's answer relayed as it arrives, with its headers and the report's."""
+        streamed = StreamingResponse(self._relay(name, outcome, fields, response, reader),
                                      status_code=response.status_code)
         streamed.raw_headers = _raw(to_client(response.headers.multi_items(), outcome.headers))
         return streamed
+
+
+def _headers_of(request: Request) -> list[tuple[str, str]]:
+    """The request's headers as they came (each name and value as its bytes)."""
+    return [(name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in request.headers.raw]
 
 
 def _report_headers(report: CallReport, label: str) -> dict[str, str]:

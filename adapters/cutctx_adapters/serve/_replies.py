@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._bodies import READABLE, inflater
 from ._sse import Event, EventReader
 
 __all__ = ["Reply", "ReplyReader"]
@@ -39,9 +40,8 @@ class ReplyReader:
     def __init__(self, format_name: str, content_type: str, content_encoding: str) -> None:
         self.streamed = "text/event-stream" in content_type.lower()
         coding = content_encoding.strip().lower()
-        self._inflate = (zlib.decompressobj(32 + zlib.MAX_WBITS) if coding == "gzip" else
-                         zlib.decompressobj() if coding == "deflate" else None)
-        self.readable = coding in ("", "identity", "gzip", "deflate")
+        self.readable = coding in READABLE
+        self._inflate = inflater(coding) if self.readable else None
         self._events = EventReader()
         self._body = bytearray()
         self._state: _Accumulator = _ACCUMULATORS[format_name]()
@@ -159,6 +159,11 @@ class _Chat(_Accumulator):
         return Reply((first["message"],), body.get("usage"))
 
 
+_RESPONSES_READ = frozenset({"message", "response.output_item.done", "response.completed",
+                            "response.incomplete", "response.failed"})
+"""The Responses events a reply is read from (``message``: one sent without its name)."""
+
+
 class _Responses(_Accumulator):
     """Responses: the output items as the server completed them."""
 
@@ -167,6 +172,8 @@ class _Responses(_Accumulator):
         self.final: dict[str, Any] | None = None
 
     def event(self, event: Event) -> None:
+        if event.name not in _RESPONSES_READ:  # a text delta, most of a stream: not parsed
+            return
         data = _data(event)
         if not isinstance(data, dict):
             return
