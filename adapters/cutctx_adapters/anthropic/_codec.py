@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from ..history import BOUNDARY_KIND, SUMMARY_HEADER, Part, copy_plain, invalid
+from ..history import BOUNDARY_KIND, OMITTED_NOTE, SUMMARY_HEADER, Part, copy_plain, invalid
 from ._server_tools import RESULT_TYPES, stub_blocks
 from ._text import block_is_text, block_text
 
@@ -18,7 +18,6 @@ __all__ = [
     "FINAL_TURN",
     "MAX_CACHE_BREAKPOINTS",
     "NOUN",
-    "OMITTED_NOTE",
     "SUMMARY_ROLES",
     "SYSTEM_MESSAGE",
     "THINKING",
@@ -27,6 +26,7 @@ __all__ = [
     "System",
     "cache_markers",
     "content_blocks",
+    "omitted_note",
     "only_tool_results",
     "starts_with_thinking",
 ]
@@ -39,8 +39,6 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model counts are for when a call names none (``result.model`` says so)."""
 SUMMARY_ROLES = ("user", "assistant")
 """The roles a summary may be said in (``summary_role``)."""
-OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
-"""The user text put first when compaction leaves an assistant message at the start."""
 MAX_CACHE_BREAKPOINTS = 4
 """The most ``cache_control`` markers the API accepts in one request."""
 NOUN = "message"
@@ -186,8 +184,7 @@ class MessagesCodec:
             if drafts[0][0] is None:  # a summary: the API wants a user turn first
                 messages[0]["role"] = "user"
             else:
-                drafts.insert(0, (None, {"role": "user",
-                                         "content": [{"type": "text", "text": OMITTED_NOTE}]}))
+                drafts.insert(0, (None, omitted_note()))
         messages = _merge_same_roles(drafts)
         system: System
         if self.system_kind == "str":
@@ -271,3 +268,8 @@ def _limit_breakpoints(system: Any, messages: list[dict[str, Any]], limit: int) 
     markers = cache_markers(system, messages)
     for _, _, block in markers[: max(0, len(markers) - limit)]:
         del block["cache_control"]
+
+
+def omitted_note() -> dict[str, Any]:
+    """The user message put first when compaction leaves an assistant message at the start."""
+    return {"role": "user", "content": [{"type": "text", "text": OMITTED_NOTE}]}

@@ -41,7 +41,7 @@ from cutctx import TokenEstimator, ValidationError
 
 from .. import planning
 from ..counting import CalibratedEstimator, estimator_for, scale_to_total
-from ..history import SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
+from ..history import OMITTED_NOTE, SUMMARY_HEADER, Conversion, Part, plain_tools, to_plain
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
@@ -53,10 +53,10 @@ from ..settings import (
 from ._codec import (
     DEFAULT_MODEL,
     MAX_CACHE_BREAKPOINTS,
-    OMITTED_NOTE,
     SUMMARY_ROLES,
     MessagesCodec,
     Rendered,
+    omitted_note,
 )
 from ._reading import (
     Request,
@@ -221,8 +221,7 @@ def _job(prepared: _Prepared, settings: CompactionSettings,
                        drop_covered=True)  # the API takes a compaction only as the first block
 
     def note_tokens() -> int:
-        note = {"role": "user", "content": [{"type": "text", "text": OMITTED_NOTE}]}
-        return math.ceil(prepared.counter.message(note) * prepared.ratio)
+        return math.ceil(prepared.counter.message(omitted_note()) * prepared.ratio)
 
     return planning.with_room_for_note(begin, conv, note_tokens)
 

@@ -13,18 +13,16 @@ from typing import Any, TypeAlias
 
 from cutctx import Role
 
-from ..history import SUMMARY_HEADER, Part, copy_plain
+from ..history import OMITTED_NOTE, SUMMARY_HEADER, Part, copy_plain
 from ._parts import field, function_response_text, is_text, key_of, part_text, stub_response
 
-__all__ = ["DEFAULT_MODEL", "FUNCTION_RESPONSE", "NOUN", "OMITTED_NOTE", "SERVER_RESULTS",
-           "ContentsCodec", "Rendered"]
+__all__ = ["DEFAULT_MODEL", "FUNCTION_RESPONSE", "NOUN", "SERVER_RESULTS",
+           "ContentsCodec", "Rendered", "omitted_note"]
 
 Rendered: TypeAlias = "list[dict[str, Any]] | str"
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model counts are for when a call names none (``result.model`` says so)."""
-OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
-"""The user text put first when compaction leaves a model content at the start."""
 NOUN = "content"
 FUNCTION_RESPONSE = "function_response"
 SERVER_RESULTS = frozenset({"tool_response", "code_execution_result"})
@@ -132,8 +130,13 @@ class ContentsCodec:
                 contents.append(payload)
             last = source
         if (self.starts_with_user and contents and contents[0].get("role") == "model"):
-            contents.insert(0, {"role": "user", "parts": [{"text": OMITTED_NOTE}]})
+            contents.insert(0, omitted_note())
         if (self.as_string is not None and len(contents) == 1
                 and contents[0].get("parts") == [{"text": self.as_string}]):
             return self.as_string
         return contents
+
+
+def omitted_note() -> dict[str, Any]:
+    """The user content put first when compaction leaves a model content at the start."""
+    return {"role": "user", "parts": [{"text": OMITTED_NOTE}]}

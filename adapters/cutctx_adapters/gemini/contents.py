@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from cutctx import TokenEstimator, ValidationError
 
 from .. import planning
-from ..history import KIND_KEY, SUMMARY_HEADER, Conversion, plain_tools
+from ..history import KIND_KEY, OMITTED_NOTE, SUMMARY_HEADER, Conversion, plain_tools
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
@@ -40,7 +40,7 @@ from ..settings import (
     settings_of,
     started,
 )
-from ._codec import DEFAULT_MODEL, OMITTED_NOTE, ContentsCodec, Rendered
+from ._codec import DEFAULT_MODEL, ContentsCodec, Rendered, omitted_note
 from ._reading import (
     Config,
     as_contents,
@@ -154,7 +154,7 @@ def _job(prepared: _Prepared, goal: Goal, settings: CompactionSettings) -> plann
                        **_start_keywords(prepared.counter, prepared.overhead))
 
     def note_tokens() -> int:
-        return prepared.counter.content({"role": "user", "parts": [{"text": OMITTED_NOTE}]})
+        return prepared.counter.content(omitted_note())
 
     return planning.with_room_for_note(begin, conv, note_tokens)
 

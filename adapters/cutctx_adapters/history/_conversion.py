@@ -38,6 +38,7 @@ from ._plain import copy_plain, invalid
 __all__ = [
     "BOUNDARY_KIND",
     "KIND_KEY",
+    "OMITTED_NOTE",
     "SUMMARY_HEADER",
     "TOOL_NAME_KEY",
     "Codec",
@@ -56,6 +57,9 @@ __all__ = [
 CLIPPED = REPLACEMENT_KIND[Action.CLIP]
 SUMMARY_HEADER = "Summary of the earlier conversation:\n\n"
 """What every format puts before a summary's text, so a reader (or model) knows what it is."""
+OMITTED_NOTE = "(Earlier messages of this conversation were omitted.)"
+"""The user text a format whose API wants a user turn first puts there when compaction leaves
+the model's turn at the start."""
 TOOL_NAME_KEY = "cutctx.tool"
 """Metadata key under which a turn records its tool name(s): content-free, for reports."""
 BOUNDARY_KIND = "compaction"
