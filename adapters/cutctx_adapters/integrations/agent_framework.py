@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ from ..openai import chat  # noqa: E402
 from ..reports import CallReport, Source  # noqa: E402
 from ..session import CompactionSession  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
-from ._hooks import HookSessions, afeed, chat_request  # noqa: E402
+from ._hooks import HookSessions, Kept, Made, Origin, afeed, chat_request, regrouped  # noqa: E402
 
 __all__ = ["CallMiddleware", "CompactingStrategy", "CompactionStrategy"]
 
@@ -79,7 +80,7 @@ class _Read:
 
     history: list[Message]
     given: list[dict[str, Any]]
-    origins: list[tuple[int, int | None]]
+    origins: list[Origin]
 
 
 class CompactingStrategy:
@@ -185,10 +186,10 @@ def _read(messages: Sequence[Message], instructions: str | None) -> _Read:
     answered = {content.call_id for message in history for content in message.contents
                 if content.type == "function_result" and content.call_id}
     given: list[dict[str, Any]] = []
-    origins: list[tuple[int, int | None]] = []
+    origins: list[Origin] = []
     if instructions:
         given.append({"role": "system", "content": instructions})
-        origins.append((-1, None))
+        origins.append(Origin(-1))
     for position, message in enumerate(history):
         if message.role == "tool":
             results = [(index, content) for index, content in enumerate(message.contents)
@@ -196,11 +197,11 @@ def _read(messages: Sequence[Message], instructions: str | None) -> _Read:
             for index, content in results:
                 given.append({"role": "tool", "tool_call_id": content.call_id,
                               "content": _result_text(content)})
-                origins.append((position, index))
+                origins.append(Origin(position, index))
             if results:
                 continue
         given.append(_chat_message(message, answered))
-        origins.append((position, None))
+        origins.append(Origin(position))
     return _Read(history, given, origins)
 
 
@@ -261,46 +262,35 @@ def _rebuilt(messages: Sequence[Message], read: _Read, sent: Sequence[dict[str, 
     """The new list: every message given, in order (what is not sent marked excluded), with a
     copy holding its stubs after a message whose contents were replaced, and summaries where
     they stand; what an earlier call inserted is gone, what it excluded is put back. Each item
-    sent is mapped by the session's own account of where it comes from (``sources``)."""
-    kept: dict[int, set[int | None]] = {}
-    replaced: dict[int, dict[int | None, str]] = {}
+    sent is mapped by the session's own account of where it comes from (``regrouped``)."""
+    sent_as: dict[int, Kept] = {}
     summaries_before: dict[int, list[str]] = {}
     pending: list[str] = []
-    if sources is None:  # sent as given
-        sources = [Source("kept", (index,)) for index in range(len(sent))]
-    for item, source in zip(sent, sources, strict=True):
-        if source.fate == "summarized":
-            pending.append(str(item.get("content") or ""))
+    for entry in regrouped(sent, sources, read.origins):
+        if isinstance(entry, Made):
+            pending.append(str(entry.item.get("content") or ""))
             continue
-        position, part = read.origins[source.positions[0]]
-        if position < 0:
-            continue  # the call's instructions
         if pending:
-            summaries_before.setdefault(position, []).extend(pending)
+            summaries_before.setdefault(entry.message, []).extend(pending)
             pending = []
-        if source.fate == "kept":
-            kept.setdefault(position, set()).add(part)
-        else:
-            replaced.setdefault(position, {})[part] = str(item.get("content") or "")
-    parts: dict[int, set[int | None]] = {}
-    for position, part in read.origins:
-        parts.setdefault(position, set()).add(part)
+        sent_as[entry.message] = entry
+    parts = Counter(origin.message for origin in read.origins)
     positions = {id(message): index for index, message in enumerate(read.history)}
     out: list[Message] = []
     for message in messages:
-        found = positions.get(id(message))
-        if found is None:
+        position = positions.get(id(message))
+        if position is None:
             if not _ours(message):
                 out.append(message)  # another strategy excluded it: left as it is
             continue
-        position = found
         out.extend(_summary(text) for text in summaries_before.get(position, ()))
-        own_kept, own_replaced = kept.get(position, set()), replaced.get(position, {})
-        whole = not own_replaced and own_kept == parts.get(position, set())
+        as_sent = sent_as.get(position)
+        whole = (as_sent is not None and as_sent.unchanged
+                 and len(as_sent.parts) == parts[position])
         _mark(message, included=whole)
         out.append(message)
-        if not whole and (own_kept or own_replaced):
-            out.append(_copy(message, position, own_kept, own_replaced))
+        if as_sent is not None and not whole:
+            out.append(_copy(message, position, as_sent))
     out.extend(_summary(text) for text in pending)
     return out
 
@@ -317,9 +307,11 @@ def _mark(message: Message, *, included: bool) -> None:
     properties[EXCLUDE_REASON_KEY] = REASON
 
 
-def _copy(message: Message, position: int, kept: set[int | None],
-          replaced: dict[int | None, str]) -> Message:
+def _copy(message: Message, position: int, entry: Kept) -> Message:
     """The message as sent: the contents kept, each replaced one holding its new text."""
+    kept = {part for part, item in entry.parts.items() if item is None}
+    replaced = {part: str(item.get("content") or "") for part, item in entry.parts.items()
+                if item is not None}
     contents: list[Content] = []
     for index, content in enumerate(message.contents):
         if index in replaced:
