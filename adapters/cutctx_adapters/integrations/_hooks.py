@@ -11,8 +11,7 @@ follow the bill.
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +23,8 @@ from ..reports import CallReport, Decision, Source
 from ..session import CompactionSession, told
 from ..settings import CompactionSettings, SettingsKeywords
 
-__all__ = ["HookSessions", "Kept", "Made", "Origin", "afeed", "chat_request", "feed", "regrouped",
-           "untouched"]
+__all__ = ["HookSessions", "Kept", "Made", "Origin", "afeed", "chat_request", "feed", "parts_of",
+           "regrouped", "untouched"]
 
 
 class HookSessions:
@@ -140,6 +139,11 @@ class Kept:
         """Every part sent is sent as given."""
         return all(item is None for item in self.parts.values())
 
+    def whole(self, parts: Collection[int | None]) -> bool:
+        """Whether the message went as it is: every one of the ``parts`` it was read as sent,
+        unchanged."""
+        return self.unchanged and len(self.parts) == len(parts)
+
 
 @dataclass(frozen=True, slots=True)
 class Made:
@@ -179,11 +183,19 @@ def regrouped(sent: Sequence[dict[str, Any]], sources: Sequence[Source] | None,
     return out
 
 
+def parts_of(origins: Sequence[Origin]) -> dict[int, set[int | None]]:
+    """Per framework message, the parts it was read as (None: as a whole)."""
+    parts: dict[int, set[int | None]] = {}
+    for origin in origins:
+        parts.setdefault(origin.message, set()).add(origin.part)
+    return parts
+
+
 def untouched(entries: Sequence[Kept | Made], origins: Sequence[Origin], messages: int
               ) -> bool:
     """Whether ``entries`` are all ``messages`` framework messages, in order, each with every
     part it was read as (``origins``), unchanged."""
-    parts = Counter(origin.message for origin in origins)
+    parts = parts_of(origins)
     return len(entries) == messages and all(
-        isinstance(entry, Kept) and entry.message == index and entry.unchanged
-        and len(entry.parts) == parts[index] for index, entry in enumerate(entries))
+        isinstance(entry, Kept) and entry.message == index and entry.whole(parts[index])
+        for index, entry in enumerate(entries))

@@ -26,7 +26,7 @@ from langchain_core.messages import (
 )
 
 from ..reports import Prepared
-from ._hooks import Kept, Made, Origin, regrouped, untouched
+from ._hooks import Kept, Made, Origin, parts_of, regrouped, untouched
 from ._server_results import CALL_TYPES, server_results, stub_for
 
 __all__ = ["Read", "read", "restored"]
@@ -106,9 +106,7 @@ def restored(read: Read, prepared: Prepared) -> list[AnyMessage] | None:
     entries = regrouped(prepared.messages, prepared.sources, read.origins)
     if untouched(entries, read.origins, len(read.messages)):
         return None
-    parts: dict[int, set[int | None]] = {}
-    for origin in read.origins:
-        parts.setdefault(origin.message, set()).add(origin.part)
+    parts = parts_of(read.origins)
     return [_summary(entry, read.messages) if isinstance(entry, Made)
             else _message_for(read.messages[entry.message], entry, parts[entry.message])
             for entry in entries]
@@ -117,7 +115,7 @@ def restored(read: Read, prepared: Prepared) -> list[AnyMessage] | None:
 def _message_for(message: AnyMessage, entry: Kept, parts: set[int | None]) -> AnyMessage:
     """``message`` as sent: itself when every part it was read as went unchanged; else a copy
     with each replaced part in place (a block part's own stub), the parts not sent left out."""
-    if entry.unchanged and len(entry.parts) == len(parts):
+    if entry.whole(parts):
         return message
     whole = entry.parts.get(None)
     blocks = message.content if isinstance(message.content, list) else []

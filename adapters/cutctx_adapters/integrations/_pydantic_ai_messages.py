@@ -38,7 +38,7 @@ from pydantic_ai.messages import (
 )
 
 from ..reports import Prepared
-from ._hooks import Kept, Made, Origin, regrouped
+from ._hooks import Kept, Made, Origin, parts_of, regrouped
 from ._server_results import server_results, stub_for
 
 __all__ = ["Provider", "Read", "provider_of", "read", "restored"]
@@ -245,9 +245,7 @@ def restored(read: Read, prepared: Prepared) -> list[ModelMessage]:
     as a copy, summaries as new requests; requests of parts that are no message of their own
     stay in place."""
     entries = regrouped(prepared.messages, prepared.sources, read.origins)
-    parts: dict[int, set[int | None]] = {}
-    for origin in read.origins:
-        parts.setdefault(origin.message, set()).add(origin.part)
+    parts = parts_of(read.origins)
     out: list[ModelMessage] = list(read.messages[:read.covered])
     last = read.covered - 1
     for entry in entries:
@@ -267,7 +265,7 @@ def _message_with(message: ModelMessage, entry: Kept, parts: set[int | None]) ->
     """``message`` itself when every part it was read as went unchanged; else a copy with the
     parts sent (replaced where they changed) and the parts it was not read by (a response's
     own go with its assistant message)."""
-    if entry.unchanged and len(entry.parts) == len(parts):
+    if entry.whole(parts):
         return message
     riders = isinstance(message, ModelRequest) or None in entry.parts
     kept: list[Any] = []

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -50,7 +49,16 @@ from ..openai import chat  # noqa: E402
 from ..reports import CallReport, Source  # noqa: E402
 from ..session import CompactionSession  # noqa: E402
 from ..settings import CompactionSettings, SettingsKeywords, call_budget  # noqa: E402
-from ._hooks import HookSessions, Kept, Made, Origin, afeed, chat_request, regrouped  # noqa: E402
+from ._hooks import (  # noqa: E402
+    HookSessions,
+    Kept,
+    Made,
+    Origin,
+    afeed,
+    chat_request,
+    parts_of,
+    regrouped,
+)
 
 __all__ = ["CallMiddleware", "CompactingStrategy", "CompactionStrategy"]
 
@@ -274,7 +282,7 @@ def _rebuilt(messages: Sequence[Message], read: _Read, sent: Sequence[dict[str, 
             summaries_before.setdefault(entry.message, []).extend(pending)
             pending = []
         sent_as[entry.message] = entry
-    parts = Counter(origin.message for origin in read.origins)
+    parts = parts_of(read.origins)
     positions = {id(message): index for index, message in enumerate(read.history)}
     out: list[Message] = []
     for message in messages:
@@ -285,8 +293,7 @@ def _rebuilt(messages: Sequence[Message], read: _Read, sent: Sequence[dict[str, 
             continue
         out.extend(_summary(text) for text in summaries_before.get(position, ()))
         as_sent = sent_as.get(position)
-        whole = (as_sent is not None and as_sent.unchanged
-                 and len(as_sent.parts) == parts[position])
+        whole = as_sent is not None and as_sent.whole(parts[position])
         _mark(message, included=whole)
         out.append(message)
         if as_sent is not None and not whole:
