@@ -27,7 +27,7 @@ from langchain_core.messages import (
 
 from ..reports import Prepared
 from ._hooks import Kept, Made, Origin, parts_of, regrouped, untouched
-from ._server_results import CALL_TYPES, server_results, stub_for
+from ._server_results import read_apart, server_results, stub_for
 
 __all__ = ["Read", "read", "restored"]
 
@@ -76,10 +76,9 @@ def _items(message: AnyMessage) -> list[tuple[int | None, dict[str, Any]]]:
     results = server_results(blocks) if isinstance(message, AIMessage) else []
     if not results or not out or out[0][0] is not None:  # an AIMessage is read as one message
         return out
-    split = {block["tool_use_id"] for _, block, _, _ in results}
+    apart = read_apart(results)
     main = out[0][1]
-    content = [block for block in main.get("content") or ()
-               if not _split_block(block, split)]
+    content = [block for block in main.get("content") or () if not apart(block)]
     main = {**main, "content": content,
             "tool_calls": [*(call for _, _, call, _ in results), *main.get("tool_calls", ())]}
     return [(None, main), *((position, result) for position, _, _, result in results), *out[1:]]
@@ -90,15 +89,6 @@ def _position(blocks: Sequence[Any], tool_use_id: Any) -> int:
     return next((position for position, block in enumerate(blocks)
                  if isinstance(block, Mapping) and block.get("type") == "tool_result"
                  and block.get("tool_use_id") == tool_use_id), len(blocks))
-
-
-def _split_block(block: Any, split: set[str]) -> bool:
-    """Whether ``block`` is a server-tool call or result read apart (``split``: their ids)."""
-    if not isinstance(block, Mapping):
-        return False
-    if block.get("type") in CALL_TYPES:
-        return block.get("id") in split
-    return block.get("tool_use_id") in split and block.get("type") != "tool_result"
 
 
 def restored(read: Read, prepared: Prepared) -> list[AnyMessage] | None:

@@ -39,7 +39,7 @@ from pydantic_ai.messages import (
 
 from ..reports import Prepared
 from ._hooks import Kept, Made, Origin, parts_of, regrouped
-from ._server_results import server_results, stub_for
+from ._server_results import joined_text, read_apart, server_results, stub_for
 
 __all__ = ["Provider", "Read", "provider_of", "read", "restored"]
 
@@ -192,9 +192,8 @@ def _response_items(message: ModelResponse, provider: Provider, start: int
                 part, provider):
             natives[position] = _native_block(part, provider)
     results = server_results(natives)
-    apart = {position for position, _, _, _ in results}
-    apart |= {position for position, block in enumerate(natives) if block is not None
-              and block.get("id") in {call["id"] for _, _, call, _ in results}}
+    is_apart = read_apart(results)
+    apart = {position for position, block in enumerate(natives) if is_apart(block)}
     for position in range(start, len(message.parts)):
         part = message.parts[position]
         if isinstance(part, NativeToolCallPart | NativeToolReturnPart) and _sent_back(
@@ -290,10 +289,7 @@ def _with_content(part: Any, item: Mapping[str, Any]) -> list[Any]:
         return [dataclasses.replace(part, content=stub[0]["content"]), *texts]
     if isinstance(part, UserPromptPart) and isinstance(content, list):
         return [dataclasses.replace(part, content=_prompt_content(part.content, content))]
-    if isinstance(content, list):
-        content = "\n".join(str(block.get("text", "")) for block in content
-                            if isinstance(block, Mapping))
-    return [dataclasses.replace(part, content=content)]
+    return [dataclasses.replace(part, content=joined_text(content))]
 
 
 def _prompt_content(original: Any, clipped: Sequence[Any]) -> list[Any]:

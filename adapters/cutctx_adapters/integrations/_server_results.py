@@ -11,12 +11,13 @@ Anthropic adapter writes (its type, ids and required fields kept, the stub where
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..anthropic import server_result_maskable, server_result_stub, server_result_text
 
-__all__ = ["CALL_TYPES", "ServerResult", "server_results", "stub_for"]
+__all__ = ["CALL_TYPES", "ServerResult", "joined_text", "read_apart", "server_results",
+           "stub_for"]
 
 CALL_TYPES = ("server_tool_use", "mcp_tool_use")
 """The blocks that call a server tool (their ``id`` is the result's ``tool_use_id``)."""
@@ -47,11 +48,29 @@ def server_results(blocks: Sequence[Any]) -> list[ServerResult]:
     return out
 
 
+def read_apart(results: Sequence[ServerResult]) -> Callable[[Any], bool]:
+    """Whether a block is one of the server-tool calls and results ``results`` read apart (a
+    tool call and a tool message of their own): what the message's own content leaves out."""
+    ids = {block["tool_use_id"] for _, block, _, _ in results}
+
+    def apart(block: Any) -> bool:
+        if not isinstance(block, Mapping):
+            return False
+        if block.get("type") in CALL_TYPES:
+            return block.get("id") in ids
+        return block.get("tool_use_id") in ids and block.get("type") != "tool_result"
+
+    return apart
+
+
+def joined_text(content: Any) -> Any:
+    """A list of content blocks as their texts joined by lines; any other content as it is."""
+    if not isinstance(content, list):
+        return content
+    return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+
+
 def stub_for(block: Mapping[str, Any], item: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The block(s) standing for ``block`` when its tool message was sent as ``item`` (a stub,
     a clip): the core Anthropic adapter's own."""
-    content = item.get("content")
-    if isinstance(content, list):
-        content = "\n".join(str(part.get("text", "")) for part in content
-                            if isinstance(part, Mapping))
-    return server_result_stub(block, str(content or ""))
+    return server_result_stub(block, str(joined_text(item.get("content")) or ""))
