@@ -34,7 +34,7 @@ from ._parts import DATA_FIELDS, field, part_text
 from ._tokens import GeminiTokenCounter
 
 __all__ = ["Config", "Reading", "as_contents", "config_field", "conversion_of", "current_turn",
-           "extended", "plain_contents", "read_config", "read_content", "read_parts",
+           "extended", "plain_contents", "read_config", "read_content", "read_parts", "read_tools",
            "to_transcript", "validate"]
 
 _ROLES = ("user", "model")
@@ -55,7 +55,6 @@ class Config:
     system_instruction: Any = None
     tools: tuple[Any, ...] = ()
     tool_config: Any = None
-    cached_content: str | None = None
 
 
 def config_field(config: Any, name: str) -> Any:
@@ -82,46 +81,48 @@ def read_config(config: Any) -> Config:
     if config is None:
         return Config()
     system = config_field(config, "system_instruction")
-    tools = config_field(config, "tools")
-    if tools is not None and (isinstance(tools, str | bytes | Mapping)
-                              or not isinstance(tools, Sequence)):
-        raise invalid("config", 0, "tools", "tools_type", "tools must be a list")
-    plain_tools = tuple(_tool_of(tool, k) for k, tool in enumerate(tools or ()))
-    cached = config_field(config, "cached_content")
     return Config(
         None if system is None else to_plain(_bytes_free(system), where="system_instruction"),
-        plain_tools,
+        read_tools(config_field(config, "tools")),
         to_plain(config_field(config, "tool_config"), where="tool_config"),
-        cached if isinstance(cached, str) and cached else None,
     )
+
+
+def read_tools(tools: Any, noun: str = "config") -> tuple[Any, ...]:
+    """Tools as counted (see ``_tool_of``), from a config or given beside it (``noun``)."""
+    if tools is None:
+        return ()
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+        raise invalid(noun, 0, "tools", "tools_type", "tools must be a list")
+    return tuple(_tool_of(tool, index) for index, tool in enumerate(tools))
 
 
 # ----------------------------------------------------------------------------------------------
 # one content
 
 
-def _bytes_free(value: Any) -> Any:
+def _bytes_free(value: Any, depth: int = 0) -> Any:
     """``value`` with every ``bytes`` (inline data, a signature) as URL-safe base64 text, as the
-    SDK sends it; the caller's containers are copied, never changed."""
+    SDK sends it: the very value where it holds none, else copied where it changed (the
+    caller's containers are never changed). Past ``_BYTES_DEPTH`` left for ``to_plain``'s
+    depth rule."""
     if isinstance(value, bytes | bytearray):
         return base64.urlsafe_b64encode(bytes(value)).decode("ascii")
+    if depth > _BYTES_DEPTH:
+        return value
     if isinstance(value, Mapping):
-        return {key: _bytes_free(item) for key, item in value.items()}
+        items = {key: _bytes_free(item, depth + 1) for key, item in value.items()}
+        changed = any(items[key] is not item for key, item in value.items())
+        return items if changed else value
     if isinstance(value, list | tuple):
-        return [_bytes_free(item) for item in value]
+        copied = [_bytes_free(item, depth + 1) for item in value]
+        changed = any(new is not old for new, old in zip(copied, value, strict=True))
+        return copied if changed else value
     return value
 
 
-def _has_bytes(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, bytes | bytearray):
-        return True
-    if depth > 8:
-        return False
-    if isinstance(value, Mapping):
-        return any(_has_bytes(item, depth + 1) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_bytes(item, depth + 1) for item in value)
-    return False
+_BYTES_DEPTH = 8
+"""How deep in a content raw bytes are looked for (a part's fields are a few levels down)."""
 
 
 def read_content(item: Any, index: int) -> Any:
@@ -135,9 +136,7 @@ def read_content(item: Any, index: int) -> Any:
         # A role the SDK class defaults (``UserContent``) is sent although it was never set.
         role = item.role
         return {"parts": item.parts} if role is None else {"parts": item.parts, "role": role}
-    if isinstance(item, Mapping) and _has_bytes(item):
-        return _bytes_free(item)
-    return item
+    return _bytes_free(item) if isinstance(item, Mapping) else item
 
 
 def as_contents(value: Any) -> Any:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from cutctx import TokenEstimator, ValidationError
 
 from .. import planning
-from ..history import KIND_KEY, OMITTED_NOTE, SUMMARY_HEADER, Conversion, plain_tools
+from ..history import KIND_KEY, OMITTED_NOTE, SUMMARY_HEADER, Conversion
 from ..settings import (
     CompactionSettings,
     CompactKeywords,
@@ -52,6 +52,7 @@ from ._reading import (
     read_config,
     read_content,
     read_parts,
+    read_tools,
     to_transcript,
     validate,
 )
@@ -116,7 +117,7 @@ def _prepare(contents: Any, config: Any, model: str | None, estimator: TokenEsti
     counter = GeminiTokenCounter(estimator, model=model, calibration=calibration)
     parts, reading = read_parts(plain, counter)
     overhead = _overhead(counter, read_config(config)) + sum(
-        counter.tool(tool) for tool in plain_tools(tools) or ())
+        counter.tool(tool) for tool in read_tools(tools, "request"))
     return _Prepared(plain, as_string, parts, reading, overhead, counter)
 
 
