@@ -250,6 +250,6 @@ class AnthropicTokenCounter:
         if kind == "base64" and isinstance(data, str):
             if source.get("media_type") != "application/pdf":
                 return total + opaque_tokens(data)
-            pages = pdf_pages(data)
+            pages = pdf_pages(data) or 1
         page = PDF_TEXT_TOKENS_PER_PAGE + image_tokens(*PDF_PAGE_SIZE, self.model)
         return total + pages * page

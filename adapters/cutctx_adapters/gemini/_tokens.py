@@ -258,7 +258,7 @@ class GeminiTokenCounter:
                 return _UNKNOWN_TILES * _TILE_TOKENS
             return image_tokens(*(size or (1, 1)), self.model, _level(part))
         if mime == "application/pdf":
-            pages = pdf_pages(raw) if raw is not None else 1
+            pages = (pdf_pages(raw) or 1) if raw is not None else 1
             if _per_part_levels(self.model):
                 return pages * _RESOLUTION_TOKENS.get(_level(part) or _DOCUMENT_DEFAULT_LEVEL,
                                                       560)

@@ -23,8 +23,6 @@ import binascii
 import math
 import re
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -33,7 +31,7 @@ from cutctx import TokenEstimator
 
 from ..counting import Base64Bytes as _Base64Bytes
 from ..counting import data_url_bytes as _data_url_bytes
-from ..counting import image_size_from_data_url
+from ..counting import image_size_from_data_url, pdf_pages
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
@@ -66,7 +64,6 @@ PDF_PAGE_SIZE = (1275, 1650)
 """A PDF page is read as text plus an image of the page: a US-letter page at 150 dpi, we assume."""
 PDF_TEXT_TOKENS_PER_PAGE = 500
 """The extracted text of a PDF page, we assume (a dense page of prose is ~500-700 tokens)."""
-_PDF_BYTES_PER_PAGE = 100_000  # page count of a PDF whose page objects are compressed
 _TEXT_BYTES_PER_TOKEN = 4  # a non-PDF file, read as text
 
 DEFAULT_IMAGE_SIZE = (2048, 768)
@@ -430,44 +427,7 @@ def _file_part_tokens(file: Any, estimator: TokenEstimator) -> int:
     page = image_tokens(*PDF_PAGE_SIZE, "high", model) + PDF_TEXT_TOKENS_PER_PAGE
     if not isinstance(data, str):
         return total + page
-    pages = _pdf_pages(data)
+    pages = pdf_pages(data)
     if pages is None:
         return total + -(-_base64_payload(data).size // _TEXT_BYTES_PER_TOKEN)
     return total + pages * page
-
-
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_PDF_COUNT = re.compile(rb"/Count\s+(\d+)")
-_pdf_cache: OrderedDict[tuple[int, int], int | None] = OrderedDict()
-_pdf_cache_lock = threading.Lock()
-_PDF_CACHE_SIZE = 64
-
-
-def _pdf_pages(data: str) -> int | None:
-    # Keyed by length and hash, not by the (possibly megabytes-long) string itself; str caches
-    # its hash, so a history that keeps the same string pays for the decoding once.
-    key = (len(data), hash(data))
-    with _pdf_cache_lock:
-        if key in _pdf_cache:
-            _pdf_cache.move_to_end(key)
-            return _pdf_cache[key]
-    pages = _count_pdf_pages(data)
-    with _pdf_cache_lock:
-        _pdf_cache[key] = pages
-        if len(_pdf_cache) > _PDF_CACHE_SIZE:
-            _pdf_cache.popitem(last=False)
-    return pages
-
-
-def _count_pdf_pages(data: str) -> int | None:
-    payload = _base64_payload(data)
-    try:
-        if payload.read(0, 5) != b"%PDF-":
-            return None
-        raw = payload.read(0, payload.size + 3)
-    except (binascii.Error, ValueError):
-        return None
-    pages = len(_PDF_PAGE.findall(raw))
-    if not pages:
-        pages = max((int(n) for n in _PDF_COUNT.findall(raw)), default=0)
-    return pages or max(1, -(-len(raw) // _PDF_BYTES_PER_PAGE))
