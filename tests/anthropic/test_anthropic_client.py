@@ -6,7 +6,6 @@ Real ``anthropic`` clients, HTTP mocked with respx's httpcore2 mocker (``pytest-
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from anthropic.types import Message, MessageTokensCount
 from anthropic.types.beta import BetaMessage
 
 from cutctx_adapters.anthropic import CompactingAnthropic
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests.contracts.providers import ANTHROPIC, bodies, sent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,10 +45,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
-        yield router
+api = mocked_api(BASE_URL)
 
 
 @pytest.fixture

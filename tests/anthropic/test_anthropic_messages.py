@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from cutctx_adapters import DEFAULT_PROMPT_ID
 from cutctx_adapters.anthropic import messages
 from cutctx_adapters.anthropic._tokens import MESSAGE_TOKENS, TOOL_BLOCK_TOKENS
 from tests._support.data import REQUESTS
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests._support.plain import dicts
 from tests.anthropic.test_anthropic_properties import assert_sendable, png
 
@@ -65,10 +65,7 @@ def async_client() -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(api_key="test", base_url=BASE_URL, max_retries=0)
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(assert_all_called=False) as router:
-        yield router
+api = mocked_api()
 
 
 def parallel() -> dict[str, Any]:

@@ -15,7 +15,6 @@ import copy
 import io
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from hypothesis import strategies as st
 import cutctx
 from cutctx import CharRatioEstimator, DropOldestPolicy
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests._support.plain import dicts
 
 CHARS = CharRatioEstimator()
@@ -225,10 +224,7 @@ def test_file_data_compacts_exactly_like_its_base64_text(tmp_path_factory: pytes
 
 # --- through the real SDK client ------------------------------------------------------------------
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
-        yield router
+api = mocked_api(BASE_URL)
 
 
 def reply(request: httpx.Request) -> httpx.Response:

@@ -6,14 +6,13 @@ httpcore2 mocker."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import respx
 
 from cutctx_adapters.anthropic import AnthropicSummarizer
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests.contracts.providers import ANTHROPIC
 
 BUDGET = 800
@@ -24,11 +23,7 @@ def _tiktoken_offline(tiktoken_cache: Path) -> None:
     """Every test counts with tiktoken from the seeded cache, never the network."""
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=ANTHROPIC.base_url,
-                    assert_all_called=False) as router:
-        yield router
+api = mocked_api(ANTHROPIC.base_url)
 
 
 def test_only_text_blocks_make_the_summary(api: respx.Router) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -62,7 +62,7 @@ from cutctx import Role, ToolResultMaskingPolicy, ValidationError
 from cutctx_adapters import CompactionResult, CompactionSession
 from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.openai import responses
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests._support.plain import dicts
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
@@ -435,10 +435,7 @@ def test_a_session_reading_on_counts_the_new_markers_with_the_tools() -> None:
     assert refused.value.details["rule"] == "too_many_cache_breakpoints"
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(assert_all_called=False) as router:
-        yield router
+api = mocked_api()
 
 
 def test_a_wrapped_anthropic_client_never_sends_five_markers(api: respx.Router) -> None:

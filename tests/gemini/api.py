@@ -4,7 +4,6 @@ httpcore2 mocker (the transport under the SDK's default httpx2 backend)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ import respx
 from google import genai
 from google.genai import _api_client
 
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests.gemini.histories import SIGNATURE
 
 BASE_URL = "https://gemini.test"
@@ -44,10 +43,7 @@ def answer(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json=reply())
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
-        yield router
+api = mocked_api(BASE_URL)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ client, HTTP answered by respx."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from cutctx_adapters import SummarizationFailed
 from cutctx_adapters.integrations.langchain import ChatModelSummarizer
 from cutctx_adapters.integrations.pydantic_ai import ModelSummarizer
 from cutctx_adapters.openai import chat
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 
 BASE_URL = "https://api.summaries.test/v1"
 SUMMARY = "The user asked for a parser fix; the assistant read parser.py and found the bug."
@@ -44,10 +43,7 @@ def _completion(text: str, finish: str) -> dict[str, Any]:
             "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
-        yield router
+api = mocked_api(BASE_URL)
 
 
 HISTORY = [{"role": "system", "content": "You are a coding agent."},

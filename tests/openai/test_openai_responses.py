@@ -8,7 +8,7 @@ import copy
 import doctest
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from cutctx_adapters.openai._tokens import (
 from cutctx_adapters.openai.chat import SUMMARY_HEADER
 from cutctx_adapters.tiktoken import TiktokenEstimator
 from tests._support.data import INVALID_REQUESTS, REQUESTS
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 
 pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
@@ -277,10 +277,7 @@ def test_sdk_output_items_render_as_plain_dicts_of_what_the_api_returned() -> No
     assert rendered[1:5] == RESPONSE["output"]  # by wire name: "async", not "async_"
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(base_url=BASE_URL, assert_all_called=False) as router:
-        yield router
+api = mocked_api(BASE_URL)
 
 
 @pytest.fixture

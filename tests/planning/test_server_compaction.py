@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -54,7 +54,7 @@ from cutctx_adapters.anthropic import CompactingAnthropic, messages
 from cutctx_adapters.anthropic._tokens import AnthropicTokenCounter
 from cutctx_adapters.openai import CompactingOpenAI, responses
 from cutctx_adapters.openai._responses_tokens import ENCRYPTED_CHARS_PER_TOKEN, ITEM_TOKENS
-from tests._support.http import mocked_http
+from tests._support.http import mocked_api
 from tests._support.plain import dicts
 from tests.anthropic.test_anthropic_properties import histories
 
@@ -616,10 +616,7 @@ USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
          "output_tokens_details": {"reasoning_tokens": 0}}
 
 
-@pytest.fixture
-def api() -> Iterator[respx.Router]:
-    with mocked_http(assert_all_called=False) as router:
-        yield router
+api = mocked_api()
 
 
 def test_a_wrapped_openai_client_sends_what_responses_compact_returned_as_it_was(
